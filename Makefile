@@ -1,0 +1,35 @@
+# GedWeb: `make run` serves the site and API, `make test` runs the suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: run test bench check-python clean
+
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
+
+$(BIN)/python: | check-python
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[dev]'
+	@touch $@ $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput -v0
+	$(BIN)/gunicorn --config gunicorn.conf.py gedweb.wsgi
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .data/test-gedweb.sqlite3* .pytest_cache

@@ -1,0 +1,142 @@
+"""Domain errors and the one place that turns any error into the API error shape.
+
+Every error under /v1 is ``{"code", "message", "fields"?}``. Services raise
+Django ValidationError or a DomainError; views never build error bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+logger = logging.getLogger("gedweb.api")
+
+
+class DomainError(Exception):
+    status = 409
+    code = "conflict"
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
+class Conflict(DomainError):
+    status, code = 409, "conflict"
+
+
+class IdempotencyInFlight(DomainError):
+    status, code = 409, "idempotency_in_flight"
+
+
+class IdempotencyKeyReused(DomainError):
+    status, code = 422, "idempotency_key_reused"
+
+
+class InvalidState(DomainError):
+    status, code = 422, "invalid_state"
+
+
+class MemoryWriteForbidden(drf.PermissionDenied):
+    default_detail = "memory writes need the memory write token (X-Memory-Token)"
+    default_code = "memory_write_forbidden"
+
+
+class PayloadTooLarge(drf.APIException):
+    status_code = 413
+    default_detail = "request body is larger than 1 MiB"
+    default_code = "payload_too_large"
+
+
+_STATUS_CODES: list[tuple[type[Exception], int, str]] = [
+    (MemoryWriteForbidden, 403, "memory_write_forbidden"),
+    (PayloadTooLarge, 413, "payload_too_large"),
+    (drf.NotAuthenticated, 401, "unauthenticated"),
+    (drf.AuthenticationFailed, 401, "unauthenticated"),
+    (drf.PermissionDenied, 403, "forbidden"),
+    (drf.NotFound, 404, "not_found"),
+    (drf.MethodNotAllowed, 405, "method_not_allowed"),
+    (drf.UnsupportedMediaType, 415, "unsupported_media_type"),
+    (drf.NotAcceptable, 406, "not_acceptable"),
+    (drf.ParseError, 400, "bad_request"),
+    (drf.Throttled, 429, "throttled"),
+]
+
+_FIXED_MESSAGES = {
+    401: "missing, malformed, unknown or revoked bearer token",
+    404: "not found",
+}
+
+
+def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if fields:
+        body["fields"] = fields
+    return body
+
+
+def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested error detail as {dotted.field: [messages]}."""
+    if isinstance(detail, dict):
+        out: dict[str, list[str]] = {}
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            out.update(_flatten(value, name))
+        return out
+    if isinstance(detail, list) and detail and all(isinstance(i, (dict, list)) for i in detail):
+        out = {}
+        for index, value in enumerate(detail):
+            out.update(_flatten(value, f"{prefix}.{index}" if prefix else str(index)))
+        return out
+    messages = detail if isinstance(detail, list) else [detail]
+    return {prefix or "non_field_errors": [str(m) for m in messages]}
+
+
+def _validation_response(fields: dict[str, list[str]]) -> Response:
+    names = ", ".join(sorted(fields))
+    return Response(
+        error_body("validation_error", f"invalid input: {names}", fields), status=400
+    )
+
+
+def api_exception_handler(exc: Exception, context: dict) -> Response:
+    if isinstance(exc, DomainError):
+        body = error_body(exc.code, exc.message)
+        body.update(exc.extra)
+        return Response(body, status=exc.status)
+    if isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            return _validation_response({k: list(v) for k, v in exc.message_dict.items()})
+        return _validation_response({"non_field_errors": list(exc.messages)})
+    if isinstance(exc, drf.ValidationError):
+        return _validation_response(_flatten(exc.detail))
+    if isinstance(exc, Http404):
+        exc = drf.NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        exc = drf.PermissionDenied()
+    for exc_type, status, code in _STATUS_CODES:
+        if isinstance(exc, exc_type):
+            # 401 and 404 bodies never vary, so they reveal nothing about
+            # which token or which project was tried.
+            message = _FIXED_MESSAGES.get(status) or str(getattr(exc, "detail", "")) or code
+            response = Response(error_body(code, message), status=status)
+            if status == 401:
+                response["WWW-Authenticate"] = "Bearer"
+            if isinstance(exc, drf.Throttled) and exc.wait:
+                response["Retry-After"] = str(int(exc.wait))
+            return response
+    if isinstance(exc, drf.APIException):
+        return Response(error_body("bad_request", str(exc.detail)), status=exc.status_code)
+    logger.exception("unhandled error in %s", context.get("view").__class__.__name__)
+    return Response(error_body("internal_error", "internal server error"), status=500)
+
+
+def json_error(request: Any, code: str, message: str, status: int) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status)

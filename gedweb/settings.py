@@ -1,0 +1,246 @@
+"""GedWeb settings, read from the environment (see docs/configuration.md).
+
+Every variable is parsed strictly: a malformed value raises
+ImproperlyConfigured at start instead of silently falling back to a default.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _bool(name: str, default: bool) -> bool:
+    # django-environ maps any unknown word to False; a typo in a security
+    # switch must stop the server instead.
+    raw = env.str(name, default="")
+    if raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+
+
+def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env.str(name, default=default).strip()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+PRODUCTION = _bool("GEDWEB_PRODUCTION", False)
+DEBUG = not PRODUCTION
+
+ADMIN_TOKEN: str | None = env.str("GEDWEB_ADMIN_TOKEN", default="") or None
+MEMORY_WRITE_TOKEN: str | None = env.str("GEDWEB_MEMORY_WRITE_TOKEN", default="") or None
+MIRROR_WRITER = _choice("GEDWEB_MIRROR_WRITER", "inline", ("inline", "follower"))
+MEMORY_ROOT = Path(env.str("GEDWEB_MEMORY_ROOT", default="./.data/bridge-memory")).resolve()
+DEMO_PROJECT = _bool("GEDWEB_DEMO_PROJECT", not PRODUCTION)
+
+if PRODUCTION:
+    _missing = [
+        name
+        for name, value in (
+            ("DJANGO_SECRET_KEY", env.str("DJANGO_SECRET_KEY", default="")),
+            ("GEDWEB_ADMIN_TOKEN", ADMIN_TOKEN),
+            ("GEDWEB_MEMORY_WRITE_TOKEN", MEMORY_WRITE_TOKEN),
+        )
+        if not value
+    ]
+    if _missing:
+        raise ImproperlyConfigured(f"production mode needs {', '.join(_missing)}")
+    for _name, _value in (
+        ("GEDWEB_ADMIN_TOKEN", ADMIN_TOKEN),
+        ("GEDWEB_MEMORY_WRITE_TOKEN", MEMORY_WRITE_TOKEN),
+    ):
+        if len(_value or "") < 32:
+            raise ImproperlyConfigured(f"{_name} must be at least 32 characters in production")
+    if ADMIN_TOKEN == MEMORY_WRITE_TOKEN:
+        raise ImproperlyConfigured(
+            "GEDWEB_ADMIN_TOKEN and GEDWEB_MEMORY_WRITE_TOKEN must differ in production"
+        )
+    if DEMO_PROJECT:
+        raise ImproperlyConfigured("GEDWEB_DEMO_PROJECT cannot be enabled in production")
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+else:
+    # A fresh key per start: development sessions do not survive a restart,
+    # and no secret is ever written into the repository.
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or secrets.token_urlsafe(50)
+
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "memory",
+    "governance",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gedweb.urls"
+WSGI_APPLICATION = "gedweb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default="sqlite:///./.data/gedweb.sqlite3")}
+_db = DATABASES["default"]
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    Path(_db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    _db["OPTIONS"] = {
+        # WAL lets readers run beside the single writer; synchronous=FULL makes
+        # an acknowledged commit survive power loss. BEGIN IMMEDIATE takes the
+        # write lock up front, so concurrent appends queue on the busy timeout
+        # instead of failing with "database is locked" on lock upgrade.
+        "init_command": (
+            "PRAGMA journal_mode=WAL;PRAGMA synchronous=FULL;PRAGMA foreign_keys=ON"
+        ),
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+        **_db.get("OPTIONS", {}),
+    }
+    # Tests need a real file: threads use separate connections, which an
+    # in-memory database would not share.
+    _db["TEST"] = {"NAME": str(BASE_DIR / ".data" / "test-gedweb.sqlite3")}
+elif _db["ENGINE"] == "django.db.backends.postgresql":
+    _db.setdefault("CONN_MAX_AGE", 60)
+    _db.setdefault("CONN_HEALTH_CHECKS", True)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / ".data" / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+if not PRODUCTION:
+    # Development and tests serve straight from the finders, no collectstatic.
+    STORAGES["staticfiles"] = {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+    }
+    WHITENOISE_USE_FINDERS = True
+
+# The API enforces its own 1 MiB limit in its JSON parser (413); this covers
+# form posts to the admin and pages.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+API_MAX_BODY_BYTES = 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["memory.api.permissions.IsAuthenticatedPrincipal"],
+    "DEFAULT_PARSER_CLASSES": ["gedweb.parsers.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "gedweb.exceptions.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GedWeb API",
+    "DESCRIPTION": (
+        "Durable memory for agent-driven software projects: projects, append-only "
+        "memory entries with a hash chain, review candidates and the Markdown mirror."
+    ),
+    "VERSION": "v1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "BearerToken": {"type": "http", "scheme": "bearer"},
+            "MemoryWriteToken": {"type": "apiKey", "in": "header", "name": "X-Memory-Token"},
+        }
+    },
+    "SECURITY": [{"BearerToken": []}],
+    # Swagger UI from the installed sidecar package: no external CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOGIN_URL = "admin:login"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {"gedweb": {"level": "INFO"}, "memory": {"level": "INFO"}},
+}
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+if PRODUCTION:
+    # TLS is terminated by the reverse proxy in front of gunicorn.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_HSTS_SECONDS = 31536000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True

@@ -1,0 +1,183 @@
+"""Input validation and documented output shapes of the memory API.
+
+Input serializers check types and reject unknown fields; value rules live
+in memory.validators and are applied by the services. Output serializers
+describe what model ``as_dict()`` methods return, for the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+SERVER_FIELDS = frozenset(
+    {"id", "seq", "hash", "prev_hash", "author", "created_at", "project_id", "corrected_by",
+     "status", "resolved_at", "resolved_by", "entry_id"}
+)
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not declare, naming server-owned ones as such."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            errors = {}
+            for name in data:
+                if name not in self.fields:
+                    errors[name] = [
+                        "this field is set by the server and cannot be supplied"
+                        if name in SERVER_FIELDS
+                        else "unknown field"
+                    ]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A string, never a number or bool coerced into one; kept exactly as sent."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("allow_blank", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+
+class EntryReferenceField(serializers.Field):
+    """An entry named by its uuid (string) or its seq (integer)."""
+
+    default_error_messages = {"invalid": "must be an entry uuid or a positive seq number"}
+
+    def to_internal_value(self, data: Any) -> str | int:
+        if isinstance(data, bool) or not isinstance(data, (str, int)):
+            self.fail("invalid")
+        if isinstance(data, int) and data < 1:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class ProjectCreateSerializer(StrictSerializer):
+    id = StrictCharField(help_text="^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+    name = StrictCharField()
+    token = StrictCharField(required=False, write_only=True, help_text="at least 12 characters")
+
+
+class ProjectSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    created_at = serializers.CharField()
+
+
+class ProjectCreatedSerializer(ProjectSerializer):
+    token = serializers.CharField(
+        required=False, help_text="only when the server generated it; shown once"
+    )
+
+
+class ProjectListSerializer(serializers.Serializer):
+    items = ProjectSerializer(many=True)
+
+
+class EntryCreateSerializer(StrictSerializer):
+    category = StrictCharField(help_text="^[a-z][a-z0-9_.-]{0,63}$")
+    content = StrictCharField(help_text="not blank, at most 32,000 UTF-8 bytes, no NUL")
+    source = StrictCharField(required=False, default="operator", help_text="1-128 printable")
+    corrects = EntryReferenceField(
+        required=False, allow_null=True, default=None, help_text="uuid or seq, same project"
+    )
+
+
+class EntrySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    seq = serializers.IntegerField()
+    project_id = serializers.CharField()
+    category = serializers.CharField()
+    content = serializers.CharField()
+    source = serializers.CharField()
+    corrects = serializers.UUIDField(allow_null=True)
+    author = serializers.CharField()
+    created_at = serializers.CharField(help_text="UTC, six fractional digits, +00:00")
+    prev_hash = serializers.CharField()
+    hash = serializers.CharField()
+    corrected_by = serializers.ListField(child=serializers.UUIDField())
+
+
+class EntryPageSerializer(serializers.Serializer):
+    items = EntrySerializer(many=True)
+    next_cursor = serializers.IntegerField(allow_null=True)
+
+
+class EntryListQuerySerializer(StrictSerializer):
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    after = serializers.IntegerField(required=False, min_value=0)
+    before = serializers.IntegerField(required=False, min_value=1)
+    order = serializers.ChoiceField(choices=["asc", "desc"], required=False, default="asc")
+    category = serializers.CharField(required=False, max_length=64)
+    source = serializers.CharField(required=False, max_length=128)
+    since = serializers.DateTimeField(required=False)
+    q = serializers.CharField(required=False, max_length=1000)
+    view = serializers.ChoiceField(choices=["all", "current"], required=False, default="all")
+
+
+class VerifySerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    entries = serializers.IntegerField()
+    head = serializers.CharField()
+    first_bad_seq = serializers.IntegerField(allow_null=True)
+
+
+class CandidateCreateSerializer(StrictSerializer):
+    category = StrictCharField()
+    content = StrictCharField()
+    source = StrictCharField(required=False, default="operator")
+
+
+class CandidateSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    project_id = serializers.CharField()
+    category = serializers.CharField()
+    content = serializers.CharField()
+    source = serializers.CharField()
+    author = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pending", "approved", "rejected"])
+    created_at = serializers.CharField()
+    resolved_at = serializers.CharField(allow_null=True)
+    resolved_by = serializers.CharField(allow_null=True)
+    entry_id = serializers.UUIDField(allow_null=True)
+
+
+class CandidateListQuerySerializer(StrictSerializer):
+    status = serializers.ChoiceField(choices=["pending", "approved", "rejected"], required=False)
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    after = serializers.IntegerField(required=False, min_value=0)
+
+
+class CandidatePageSerializer(serializers.Serializer):
+    items = CandidateSerializer(many=True)
+    next_cursor = serializers.IntegerField(allow_null=True)
+
+
+class EmptyBodySerializer(StrictSerializer):
+    """Approve and reject take no fields."""
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()), required=False
+    )
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.CharField()
+    api_version = serializers.CharField()

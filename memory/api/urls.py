@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from memory.api import views
+
+app_name = "memory-api"
+
+urlpatterns = [
+    path("projects", views.ProjectListView.as_view(), name="project-list"),
+    path("projects/<str:project_id>", views.ProjectDetailView.as_view(), name="project-detail"),
+    path(
+        "projects/<str:project_id>/memory",
+        views.EntryListView.as_view(),
+        name="entry-list",
+    ),
+    path(
+        "projects/<str:project_id>/memory.md",
+        views.MirrorTextView.as_view(),
+        name="mirror-text",
+    ),
+    path(
+        "projects/<str:project_id>/memory/verify",
+        views.VerifyView.as_view(),
+        name="entry-verify",
+    ),
+    path(
+        "projects/<str:project_id>/memory/candidates",
+        views.CandidateListView.as_view(),
+        name="candidate-list",
+    ),
+    path(
+        "projects/<str:project_id>/memory/candidates/<str:candidate_id>/approve",
+        views.CandidateApproveView.as_view(),
+        name="candidate-approve",
+    ),
+    path(
+        "projects/<str:project_id>/memory/candidates/<str:candidate_id>/reject",
+        views.CandidateRejectView.as_view(),
+        name="candidate-reject",
+    ),
+    path(
+        "projects/<str:project_id>/memory/<str:ref>",
+        views.EntryDetailView.as_view(),
+        name="entry-detail",
+    ),
+]

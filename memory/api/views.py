@@ -1,0 +1,360 @@
+"""HTTP API for projects, memory entries, candidates, verification and the mirror.
+
+Views stay thin: authenticate, scope to the project, validate the input
+shape, call one service or queryset, return ``as_dict()`` output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.http import Http404, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gedweb.lib.mirror import render_chunks
+from memory import services
+from memory.api import serializers as s
+from memory.api.authentication import Principal
+from memory.api.permissions import IsAdmin, require_memory_write
+from memory.models import MemoryCandidate, MemoryEntry, Project
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    described = {
+        400: "malformed body or query, or failed validation (`fields` names each field)",
+        401: "missing, malformed, unknown or revoked token",
+        403: "authenticated but not allowed (`forbidden`, `memory_write_forbidden`)",
+        404: "absent, or in a project this token does not cover",
+        405: "method not allowed",
+        409: "state conflict",
+        413: "body over 1 MiB",
+        415: "body is not application/json",
+        422: "semantic refusal",
+    }
+    return {
+        status: OpenApiResponse(s.ErrorSerializer, description=described[status])
+        for status in statuses
+    }
+
+
+READ_ERRORS = (400, 401, 404)
+WRITE_ERRORS = (400, 401, 403, 404, 413, 415)
+
+
+class ProjectAPIView(APIView):
+    """Base for /v1/projects/{project_id}/...: resolves the project before any body is read.
+
+    A project the token does not cover answers exactly like a missing one.
+    """
+
+    memory_write_methods: frozenset[str] = frozenset()
+    project: Project
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        principal: Principal = request.user
+        project_id = kwargs["project_id"]
+        if not principal.covers(project_id):
+            raise Http404
+        project = Project.objects.filter(pk=project_id).first()
+        if project is None:
+            raise Http404
+        self.project = project
+        if request.method in self.memory_write_methods:
+            require_memory_write(request)
+
+    @property
+    def author(self) -> str:
+        return self.request.user.name
+
+
+def _query(serializer_class: type[s.StrictSerializer], request: Request) -> dict[str, Any]:
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+# --- health ----------------------------------------------------------------
+
+
+class HealthView(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        responses={200: s.HealthSerializer, 503: s.HealthSerializer},
+        auth=[],
+        summary="Liveness and database check (no token)",
+    )
+    def get(self, request: Request) -> Response:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except Exception:
+            return Response({"status": "unavailable", "api_version": "v1"}, status=503)
+        return Response({"status": "ok", "api_version": "v1"})
+
+
+# --- projects --------------------------------------------------------------
+
+
+class ProjectListView(APIView):
+    permission_classes = [IsAdmin]
+
+    @extend_schema(responses={200: s.ProjectListSerializer, **errors(401, 403)})
+    def get(self, request: Request) -> Response:
+        return Response({"items": [p.as_dict() for p in Project.objects.order_by("id")]})
+
+    @extend_schema(
+        request=s.ProjectCreateSerializer,
+        responses={201: s.ProjectCreatedSerializer, **errors(400, 401, 403, 409, 413, 415)},
+        summary="Create a project (admin token)",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.ProjectCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        project, raw = services.project_create(
+            project_id=data["id"], name=data["name"], token=data.get("token")
+        )
+        body = project.as_dict()
+        if "token" not in data:
+            body["token"] = raw
+        return Response(body, status=201)
+
+
+class ProjectDetailView(ProjectAPIView):
+    @extend_schema(responses={200: s.ProjectSerializer, **errors(401, 404)})
+    def get(self, request: Request, project_id: str) -> Response:
+        return Response(self.project.as_dict())
+
+
+# --- memory entries ----------------------------------------------------------
+
+
+def _page(items: list[Any], limit: int) -> tuple[list[Any], int | None]:
+    if len(items) > limit:
+        items = items[:limit]
+        return items, items[-1].seq
+    return items, None
+
+
+class EntryListView(ProjectAPIView):
+    memory_write_methods = frozenset({"POST"})
+
+    @extend_schema(
+        parameters=[s.EntryListQuerySerializer],
+        responses={200: s.EntryPageSerializer, **errors(*READ_ERRORS)},
+        summary="List memory entries (cursor pagination by seq)",
+        description=(
+            "`order=asc` (default) pages with `after=next_cursor`; `order=desc` pages with "
+            "`before=next_cursor`. `next_cursor` is null exactly when no more items exist."
+        ),
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        query = _query(s.EntryListQuerySerializer, request)
+        entries = MemoryEntry.objects.for_project(self.project)
+        if "after" in query:
+            entries = entries.filter(seq__gt=query["after"])
+        if "before" in query:
+            entries = entries.filter(seq__lt=query["before"])
+        if "category" in query:
+            entries = entries.filter(category=query["category"])
+        if "source" in query:
+            entries = entries.filter(source=query["source"])
+        if "since" in query:
+            entries = entries.filter(created_at__gte=query["since"])
+        if "q" in query:
+            entries = entries.search(query["q"])
+        if query["view"] == "current":
+            entries = entries.current()
+        entries = entries.order_by("seq" if query["order"] == "asc" else "-seq")
+        limit = query["limit"]
+        items, next_cursor = _page(list(entries.with_links()[: limit + 1]), limit)
+        return Response({"items": [e.as_dict() for e in items], "next_cursor": next_cursor})
+
+    @extend_schema(
+        request=s.EntryCreateSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="1-255 printable ASCII characters; a replay returns the first answer",
+            ),
+            OpenApiParameter(
+                "X-Memory-Token",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="needed when the server sets GEDWEB_MEMORY_WRITE_TOKEN "
+                "(X-Ferryman-Memory-Token is accepted too)",
+            ),
+        ],
+        responses={
+            201: s.EntrySerializer,
+            **errors(*WRITE_ERRORS, 409, 422),
+        },
+        summary="Append a memory entry",
+    )
+    def post(self, request: Request, project_id: str) -> Response:
+        serializer = s.EntryCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        key = request.headers.get("Idempotency-Key")
+        result = services.memory_entry_create(
+            project=self.project,
+            author=self.author,
+            category=data["category"],
+            content=data["content"],
+            source=data["source"],
+            corrects=data["corrects"],
+            idempotency_key=key,
+            request_hash=services.request_fingerprint(request.data) if key is not None else None,
+        )
+        response = Response(result.entry.as_dict(), status=201)
+        if result.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+
+class EntryDetailView(ProjectAPIView):
+    @extend_schema(
+        responses={200: s.EntrySerializer, **errors(401, 404)},
+        summary="One entry, by uuid or seq, with the entries that correct it",
+    )
+    def get(self, request: Request, project_id: str, ref: str) -> Response:
+        entry = MemoryEntry.objects.for_project(self.project).by_ref(ref).with_links().first()
+        if entry is None:
+            raise Http404
+        return Response(entry.as_dict())
+
+
+class VerifyView(ProjectAPIView):
+    @extend_schema(
+        responses={200: s.VerifySerializer, **errors(401, 404)},
+        summary="Recompute every link of the hash chain",
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        return Response(services.memory_chain_verify(project=self.project).as_dict())
+
+
+class MirrorTextView(ProjectAPIView):
+    @extend_schema(
+        responses={
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="MEMORY.md"),
+            **errors(401, 404),
+        },
+        summary="The Markdown mirror, rendered from the record",
+    )
+    def get(self, request: Request, project_id: str) -> StreamingHttpResponse:
+        # Rendered from the database, the source of truth, so the text is
+        # right on any app server whether or not it holds the mirror files.
+        rows = MemoryEntry.objects.for_project(self.project).chain_rows()
+        chunks = (chunk.encode() for chunk in render_chunks(self.project.pk, rows))
+        return StreamingHttpResponse(chunks, content_type="text/markdown; charset=utf-8")
+
+
+# --- candidates ---------------------------------------------------------------
+
+
+class CandidateListView(ProjectAPIView):
+    @extend_schema(
+        parameters=[s.CandidateListQuerySerializer],
+        responses={200: s.CandidatePageSerializer, **errors(*READ_ERRORS)},
+        summary="List review candidates, oldest first",
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        query = _query(s.CandidateListQuerySerializer, request)
+        candidates = MemoryCandidate.objects.for_project(self.project).with_entry_uuid()
+        if "status" in query:
+            candidates = candidates.filter(status=query["status"])
+        if "after" in query:
+            candidates = candidates.filter(pk__gt=query["after"])
+        limit = query["limit"]
+        rows = list(candidates.order_by("pk")[: limit + 1])
+        next_cursor = rows[limit - 1].pk if len(rows) > limit else None
+        return Response(
+            {"items": [c.as_dict() for c in rows[:limit]], "next_cursor": next_cursor}
+        )
+
+    @extend_schema(
+        request=s.CandidateCreateSerializer,
+        responses={201: s.CandidateSerializer, **errors(*WRITE_ERRORS)},
+        summary="Propose a memory entry for review (any project token)",
+    )
+    def post(self, request: Request, project_id: str) -> Response:
+        serializer = s.CandidateCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        candidate = services.candidate_create(
+            project=self.project, author=self.author, **serializer.validated_data
+        )
+        return Response(candidate.as_dict(), status=201)
+
+
+class CandidateActionView(ProjectAPIView):
+    # Approving writes memory; rejecting is the same reviewer decision, so
+    # both sit behind the memory write boundary.
+    memory_write_methods = frozenset({"POST"})
+
+    def _candidate(self, candidate_id: str) -> MemoryCandidate:
+        try:
+            return MemoryCandidate.objects.for_project(self.project).get(uuid=candidate_id)
+        except (MemoryCandidate.DoesNotExist, ValueError):
+            raise Http404 from None
+
+    def _check_body(self, request: Request) -> None:
+        if request.data:
+            s.EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+
+
+class CandidateApproveView(CandidateActionView):
+    @extend_schema(
+        request=None,
+        responses={200: s.EntrySerializer, **errors(*WRITE_ERRORS, 409)},
+        summary="Approve a pending candidate: creates exactly one entry",
+    )
+    def post(self, request: Request, project_id: str, candidate_id: str) -> Response:
+        self._check_body(request)
+        entry = services.candidate_approve(
+            project=self.project, candidate=self._candidate(candidate_id), by=self.author
+        )
+        return Response(entry.as_dict())
+
+
+class CandidateRejectView(CandidateActionView):
+    @extend_schema(
+        request=None,
+        responses={200: s.CandidateSerializer, **errors(*WRITE_ERRORS, 409)},
+        summary="Reject a pending candidate",
+    )
+    def post(self, request: Request, project_id: str, candidate_id: str) -> Response:
+        self._check_body(request)
+        candidate = services.candidate_reject(
+            project=self.project, candidate=self._candidate(candidate_id), by=self.author
+        )
+        return Response(candidate.as_dict())
+
+
+# --- fallbacks ------------------------------------------------------------------
+
+
+class NotFoundView(APIView):
+    """Every unknown path under /v1 answers with the JSON error shape."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    schema = None
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        self.args, self.kwargs = args, kwargs
+        self.request = self.initialize_request(request, *args, **kwargs)
+        self.headers = self.default_response_headers
+        response = self.handle_exception(Http404())
+        self.response = self.finalize_response(self.request, response, *args, **kwargs)
+        return self.response

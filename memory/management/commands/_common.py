@@ -1,0 +1,44 @@
+"""Shared helpers for the memory app's management commands."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import CommandError
+
+from gedweb.exceptions import DomainError
+from memory.models import Project
+
+T = TypeVar("T")
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=False)
+
+
+def get_project(project_id: str) -> Project:
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        raise CommandError(f"no project {project_id!r}")
+    return project
+
+
+def one_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError) and hasattr(exc, "error_dict"):
+        return "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+    if isinstance(exc, ValidationError):
+        return " ".join(exc.messages)
+    if isinstance(exc, DomainError):
+        return exc.message
+    return str(exc)
+
+
+def run_service(call: Callable[[], T]) -> T:
+    """Turn a service's refusal into a one-line CommandError (no traceback)."""
+    try:
+        return call()
+    except (ValidationError, DomainError) as exc:
+        raise CommandError(one_line(exc)) from None

@@ -1,0 +1,138 @@
+"""`manage.py memory add|list|verify|mirror`."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memory import mirror, services
+from memory.management.commands._common import get_project, run_service, to_json
+from memory.models import MemoryEntry, Project
+
+
+class Command(BaseCommand):
+    help = "Append, list and verify project memory; check, rebuild or follow the mirrors."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True, parser_class=CommandParser)
+
+        add = actions.add_parser("add", help="append an entry (author 'cli')")
+        add.add_argument("--project", required=True)
+        add.add_argument("--category", required=True)
+        add.add_argument("--content", required=True)
+        add.add_argument("--source", default="operator")
+        add.add_argument("--corrects", help="uuid or seq of the corrected entry")
+
+        listing = actions.add_parser("list", help="print entries as JSON, oldest first")
+        listing.add_argument("--project", required=True)
+        listing.add_argument("--limit", type=int, default=100)
+        listing.add_argument("--category")
+        listing.add_argument("--after", type=int, default=0, help="only seq greater than this")
+
+        verify = actions.add_parser("verify", help="recompute the hash chain; exit 1 if broken")
+        verify.add_argument("--project", required=True)
+
+        mirror_parser = actions.add_parser("mirror", help="check, rebuild or follow MEMORY.md")
+        mirror_parser.add_argument("--project", help="one project (default: all)")
+        mode = mirror_parser.add_mutually_exclusive_group(required=True)
+        mode.add_argument("--check", action="store_true", help="exit 1 if a mirror drifted")
+        mode.add_argument("--rebuild", action="store_true", help="rewrite from the database")
+        mode.add_argument(
+            "--follow", action="store_true", help="keep every mirror current (follower mode)"
+        )
+        mirror_parser.add_argument(
+            "--interval", type=float, default=0.5, help="seconds between follower passes"
+        )
+        mirror_parser.add_argument(
+            "--once", action="store_true", help="with --follow: one catch-up pass, then exit"
+        )
+
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
+        getattr(self, f"_{action}")(**options)
+
+    def _add(self, *, project: str, category: str, content: str, source: str,
+             corrects: str | None, **_: Any) -> None:
+        target = get_project(project)
+        result = run_service(
+            lambda: services.memory_entry_create(
+                project=target,
+                author=services.CLI_AUTHOR,
+                category=category,
+                content=content,
+                source=source,
+                corrects=corrects,
+            )
+        )
+        self.stdout.write(to_json(result.entry.as_dict()))
+
+    def _list(self, *, project: str, limit: int, category: str | None, after: int,
+              **_: Any) -> None:
+        if not 1 <= limit <= 500:
+            raise CommandError("--limit must be between 1 and 500")
+        entries = MemoryEntry.objects.for_project(get_project(project)).filter(seq__gt=after)
+        if category:
+            entries = entries.filter(category=category)
+        items = [e.as_dict() for e in entries.order_by("seq").with_links()[:limit]]
+        self.stdout.write(to_json({"items": items}))
+
+    def _verify(self, *, project: str, **_: Any) -> None:
+        report = services.memory_chain_verify(project=get_project(project))
+        self.stdout.write(to_json(report.as_dict()))
+        if not report.ok:
+            raise CommandError(
+                f"hash chain of {project} breaks at seq {report.first_bad_seq}", returncode=1
+            )
+
+    def _projects(self, project_id: str | None) -> list[Project]:
+        if project_id:
+            return [get_project(project_id)]
+        return list(Project.objects.order_by("id"))
+
+    def _mirror(self, *, project: str | None, check: bool, rebuild: bool, follow: bool,
+                interval: float, once: bool, **_: Any) -> None:
+        projects = self._projects(project)
+        if check:
+            drifted = [p.pk for p in projects if not mirror.check(p)]
+            for project_id in drifted:
+                self.stderr.write(f"mirror drifted: {mirror.mirror_path(project_id)}")
+            self.stdout.write(to_json({"checked": len(projects), "drifted": drifted}))
+            if drifted:
+                raise CommandError(f"{len(drifted)} mirror(s) drifted", returncode=1)
+        elif rebuild:
+            for target in projects:
+                mirror.rebuild(target)
+            self.stdout.write(to_json({"rebuilt": [p.pk for p in projects]}))
+        else:
+            self._follow(project, interval, once)
+
+    def _follow(self, project_id: str | None, interval: float, once: bool) -> None:
+        """Tail the record and keep mirrors current (GEDWEB_MIRROR_WRITER=follower)."""
+        stopping = False
+
+        def stop(signum: int, frame: Any) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        synced: dict[str, int] = {}
+        while not stopping:
+            for target in self._projects(project_id):
+                head = MemoryEntry.objects.for_project(target).head()
+                head_seq = head["seq"] if head else 0
+                if synced.get(target.pk) == head_seq:
+                    continue
+                try:
+                    result = mirror.sync(target)
+                except Exception as exc:  # keep following the other projects
+                    self.stderr.write(f"mirror {target.pk}: {exc}")
+                    continue
+                synced[target.pk] = head_seq
+                if result.appended or result.rebuilt:
+                    self.stdout.write(to_json(result.__dict__))
+            if once:
+                return
+            time.sleep(interval)

@@ -1,0 +1,261 @@
+"""Projects, their tokens, append-only memory entries and review candidates."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from memory.querysets import (
+    AppendOnlyError,
+    CandidateQuerySet,
+    EntryQuerySet,
+    ProjectTokenQuerySet,
+)
+from memory.validators import (
+    validate_category,
+    validate_content,
+    validate_project_id,
+    validate_source,
+    validate_token_name,
+)
+
+__all__ = ["AppendOnlyError", "MemoryCandidate", "MemoryEntry", "Project", "ProjectToken"]
+
+
+def format_timestamp(moment: datetime) -> str:
+    """The one wire and hash form of a time: UTC, six fractional digits, +00:00."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class Project(models.Model):
+    # The id is also the mirror directory name; its pattern admits no path
+    # separators, dots or case variants, so no two projects share a mirror.
+    id = models.CharField(primary_key=True, max_length=64, validators=[validate_project_id])
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "created_at": format_timestamp(self.created_at)}
+
+
+class ProjectToken(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="tokens")
+    name = models.CharField(max_length=64, validators=[validate_token_name])
+    # Only the SHA-256 of the token is stored; the raw token is shown once.
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=8, help_text="First characters, to recognise a token.")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project_id", "name", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name"],
+                condition=Q(revoked_at__isnull=True),
+                name="memory_projecttoken_unique_active_name",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.name}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+
+class MemoryEntry(models.Model):
+    """One append-only memory record; rows are never updated or deleted.
+
+    The ORM refuses changes here and in EntryQuerySet; migrations add
+    database triggers that refuse UPDATE and DELETE from any client.
+    """
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="entries")
+    seq = models.PositiveBigIntegerField()
+    category = models.CharField(max_length=64, validators=[validate_category])
+    content = models.TextField(validators=[validate_content])
+    source = models.CharField(max_length=128, default="operator", validators=[validate_source])
+    corrects = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="corrected_by"
+    )
+    author = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+    # An Idempotency-Key lives as long as its entry: a replay is answered
+    # from this row, and the request hash tells a replay from a reuse.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    request_hash = models.CharField(max_length=64, null=True, blank=True)
+
+    objects = EntryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "memory entries"
+        ordering = ["project_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "seq"], name="memory_memoryentry_unique_seq"),
+            models.UniqueConstraint(
+                fields=["project", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="memory_memoryentry_unique_idempotency_key",
+            ),
+            models.CheckConstraint(condition=Q(seq__gte=1), name="memory_memoryentry_seq_positive"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "category", "seq"], name="memory_entry_category_idx"),
+            models.Index(fields=["project", "source", "seq"], name="memory_entry_source_idx"),
+            models.Index(fields=["project", "created_at"], name="memory_entry_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}#{self.seq}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("memory entries are append-only; append a correction instead")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnlyError("memory entries are append-only and cannot be deleted")
+
+    def get_absolute_url(self) -> str:
+        return f"/v1/projects/{self.project_id}/memory/{self.uuid}"
+
+    @property
+    def created_at_text(self) -> str:
+        return format_timestamp(self.created_at)
+
+    def corrects_uuid_text(self) -> str | None:
+        # with_links() annotates the uuid so lists do not query per row.
+        if hasattr(self, "corrects_uuid"):
+            value = self.corrects_uuid
+        elif self.corrects_id is None:
+            value = None
+        else:
+            value = self.corrects.uuid
+        return str(value) if value is not None else None
+
+    def chained_fields(self) -> dict[str, Any]:
+        return {
+            "author": self.author,
+            "category": self.category,
+            "content": self.content,
+            "corrects": self.corrects_uuid_text(),
+            "created_at": self.created_at_text,
+            "project_id": self.project_id,
+            "seq": self.seq,
+            "source": self.source,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as the API, the commands and the mirror show it."""
+        rows = getattr(self, "corrected_by_rows", None)
+        if rows is not None:
+            corrected_by = [row.uuid for row in rows]
+        else:
+            corrected_by = list(self.corrected_by.order_by("seq").values_list("uuid", flat=True))
+        return {
+            "id": str(self.uuid),
+            "seq": self.seq,
+            "project_id": self.project_id,
+            "category": self.category,
+            "content": self.content,
+            "source": self.source,
+            "corrects": self.corrects_uuid_text(),
+            "author": self.author,
+            "created_at": self.created_at_text,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+            "corrected_by": [str(value) for value in corrected_by],
+        }
+
+
+class MemoryCandidate(models.Model):
+    """A proposed entry that becomes memory only when someone with write rights approves it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="candidates")
+    category = models.CharField(max_length=64, validators=[validate_category])
+    content = models.TextField(validators=[validate_content])
+    source = models.CharField(max_length=128, default="operator", validators=[validate_source])
+    author = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.CharField(max_length=64, blank=True, default="")
+    entry = models.OneToOneField(
+        MemoryEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="candidate"
+    )
+
+    objects = CandidateQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project_id", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "approved", "rejected"]),
+                name="memory_memorycandidate_status_valid",
+            ),
+            # An approved candidate always names its entry, and only then.
+            models.CheckConstraint(
+                condition=Q(status="approved", entry__isnull=False)
+                | (~Q(status="approved") & Q(entry__isnull=True)),
+                name="memory_memorycandidate_entry_iff_approved",
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "status", "id"], name="memory_cand_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} candidate {self.uuid}"
+
+    def _entry_uuid_text(self) -> str | None:
+        if self.entry_id is None:
+            return None
+        value = getattr(self, "entry_uuid", None) or self.entry.uuid
+        return str(value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.uuid),
+            "project_id": self.project_id,
+            "category": self.category,
+            "content": self.content,
+            "source": self.source,
+            "author": self.author,
+            "status": self.status,
+            "created_at": format_timestamp(self.created_at),
+            "resolved_at": format_timestamp(self.resolved_at) if self.resolved_at else None,
+            "resolved_by": self.resolved_by or None,
+            "entry_id": self._entry_uuid_text(),
+        }

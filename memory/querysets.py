@@ -1,0 +1,164 @@
+"""Reusable reads for memory models, attached with QuerySet.as_manager()."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import connection, models
+from django.db.models import BooleanField, Exists, F, OuterRef, Prefetch
+from django.db.models.expressions import RawSQL
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class AppendOnlyError(Exception):
+    """Raised when code tries to change or delete append-only data."""
+
+
+def search_words(text: str) -> list[str]:
+    """The words a full-text query must all match, in the index's own tokens."""
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+class ProjectTokenQuerySet(models.QuerySet):
+    def active(self) -> ProjectTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class EntryQuerySet(models.QuerySet):
+    """Reads of memory entries; bulk writes other than inserts are refused."""
+
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnlyError("memory entries are append-only; append a correction instead")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("memory entries are append-only and cannot be deleted")
+
+    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> int:
+        raise AppendOnlyError("memory entries are append-only; append a correction instead")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnlyError("memory entries are append-only; append a correction instead")
+
+    def for_project(self, project: Any) -> EntryQuerySet:
+        return self.filter(project=project)
+
+    def by_ref(self, ref: str | int) -> EntryQuerySet:
+        """Entries named by a uuid or a seq (as int or decimal text); empty if malformed."""
+        if isinstance(ref, int) and not isinstance(ref, bool):
+            return self.filter(seq=ref) if ref >= 1 else self.none()
+        text = str(ref)
+        if text.isdigit() and text.isascii():
+            return self.filter(seq=int(text)) if int(text) >= 1 else self.none()
+        try:
+            return self.filter(uuid=uuid.UUID(text))
+        except ValueError:
+            return self.none()
+
+    def current(self) -> EntryQuerySet:
+        """Leave out entries that a later entry corrects."""
+        from memory.models import MemoryEntry
+
+        return self.exclude(Exists(MemoryEntry.objects.filter(corrects=OuterRef("pk"))))
+
+    def with_links(self) -> EntryQuerySet:
+        """Load what as_dict() needs for corrections in two queries, not one per row."""
+        from memory.models import MemoryEntry
+
+        return self.annotate(corrects_uuid=F("corrects__uuid")).prefetch_related(
+            Prefetch(
+                "corrected_by",
+                queryset=MemoryEntry.objects.only("uuid", "corrects_id", "seq").order_by("seq"),
+                to_attr="corrected_by_rows",
+            )
+        )
+
+    def search(self, text: str) -> EntryQuerySet:
+        """Entries whose content holds every word of text, through the full-text index.
+
+        SQLite answers from the FTS5 table memory_entry_fts and PostgreSQL
+        from the GIN index on to_tsvector('simple', content); both are
+        created by migration 0002.
+        """
+        words = search_words(text)
+        if not words:
+            return self.none()
+        if connection.vendor == "postgresql":
+            condition = RawSQL(
+                "to_tsvector('simple'::regconfig, memory_memoryentry.content)"
+                " @@ plainto_tsquery('simple'::regconfig, %s)",
+                [" ".join(words)],
+                output_field=BooleanField(),
+            )
+        else:
+            match = " ".join('"' + word.replace('"', '""') + '"' for word in words)
+            condition = RawSQL(
+                "memory_memoryentry.id IN"
+                " (SELECT rowid FROM memory_entry_fts WHERE memory_entry_fts MATCH %s)",
+                [match],
+                output_field=BooleanField(),
+            )
+        return self.filter(condition)
+
+    def chain_rows(self) -> Iterator[dict[str, Any]]:
+        """Every entry's chained fields plus its links, in seq order, streamed."""
+        from memory.models import format_timestamp
+
+        rows = (
+            self.order_by("seq")
+            .annotate(corrects_uuid=F("corrects__uuid"))
+            .values_list(
+                "uuid",
+                "seq",
+                "project_id",
+                "category",
+                "content",
+                "source",
+                "corrects_uuid",
+                "author",
+                "created_at",
+                "prev_hash",
+                "hash",
+            )
+        )
+        for (
+            entry_uuid,
+            seq,
+            project_id,
+            category,
+            content,
+            source,
+            corrects_uuid,
+            author,
+            created_at,
+            prev_hash,
+            entry_hash,
+        ) in rows.iterator(chunk_size=2000):
+            yield {
+                "id": str(entry_uuid),
+                "seq": seq,
+                "project_id": project_id,
+                "category": category,
+                "content": content,
+                "source": source,
+                "corrects": str(corrects_uuid) if corrects_uuid is not None else None,
+                "author": author,
+                "created_at": format_timestamp(created_at),
+                "prev_hash": prev_hash,
+                "hash": entry_hash,
+            }
+
+    def head(self) -> dict[str, Any] | None:
+        """seq, hash and created_at of the newest entry, from the (project, seq) index."""
+        return self.order_by("-seq").values("seq", "hash", "created_at").first()
+
+
+class CandidateQuerySet(models.QuerySet):
+    def for_project(self, project: Any) -> CandidateQuerySet:
+        return self.filter(project=project)
+
+    def with_entry_uuid(self) -> CandidateQuerySet:
+        return self.annotate(entry_uuid=F("entry__uuid"))

@@ -1,0 +1,301 @@
+"""Writes that span models: projects and tokens, entries, candidates.
+
+API views, admin actions and management commands all call these; each
+takes plain values and runs in one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from gedweb.exceptions import Conflict, IdempotencyInFlight, IdempotencyKeyReused
+from gedweb.lib.canonical import canonical_json
+from gedweb.lib.chain import GENESIS_HASH, ChainReport, entry_hash, verify_chain
+from memory import mirror
+from memory.models import (
+    MemoryCandidate,
+    MemoryEntry,
+    Project,
+    ProjectToken,
+    hash_token,
+)
+from memory.validators import (
+    collect_errors,
+    validate_category,
+    validate_content,
+    validate_idempotency_key,
+    validate_project_id,
+    validate_project_name,
+    validate_source,
+    validate_supplied_token,
+    validate_token_name,
+)
+
+DEFAULT_TOKEN_NAME = "default"
+DEMO_PROJECT_ID = "demo"
+DEMO_PROJECT_NAME = "Demo project"
+DEMO_TOKEN = "demo-local-token"
+DEMO_TOKEN_NAME = "demo"
+CLI_AUTHOR = "cli"
+
+
+# --- projects and tokens -------------------------------------------------
+
+
+def generate_project_token() -> str:
+    return "gwp_" + secrets.token_urlsafe(32)
+
+
+def _token_create(*, project: Project, name: str, raw: str) -> ProjectToken:
+    if ProjectToken.objects.filter(token_hash=hash_token(raw)).exists():
+        raise Conflict("that token is already in use; choose another")
+    if ProjectToken.objects.active().filter(project=project, name=name).exists():
+        raise Conflict(f"project {project.id} already has an active token named {name!r}")
+    return ProjectToken.objects.create(
+        project=project, name=name, token_hash=hash_token(raw), prefix=raw[:8]
+    )
+
+
+def project_create(
+    *, project_id: str, name: str, token: str | None = None, token_name: str = DEFAULT_TOKEN_NAME
+) -> tuple[Project, str]:
+    """Create a project with its first token; returns the raw token (shown once)."""
+    checks: dict[str, tuple[Any, Any]] = {
+        "id": (validate_project_id, project_id),
+        "name": (validate_project_name, name),
+        "token_name": (validate_token_name, token_name),
+    }
+    if token is not None:
+        checks["token"] = (validate_supplied_token, token)
+    collect_errors(checks)
+    raw = token if token is not None else generate_project_token()
+    try:
+        with transaction.atomic():
+            if Project.objects.filter(pk=project_id).exists():
+                raise Conflict(f"project {project_id} already exists")
+            project = Project.objects.create(id=project_id, name=name)
+            _token_create(project=project, name=token_name, raw=raw)
+    except IntegrityError:
+        # A concurrent create of the same id or token lost the race.
+        raise Conflict(f"project {project_id} or its token already exists") from None
+    return project, raw
+
+
+def project_token_create(
+    *, project: Project, name: str, token: str | None = None
+) -> tuple[ProjectToken, str]:
+    checks: dict[str, tuple[Any, Any]] = {"name": (validate_token_name, name)}
+    if token is not None:
+        checks["token"] = (validate_supplied_token, token)
+    collect_errors(checks)
+    raw = token if token is not None else generate_project_token()
+    try:
+        with transaction.atomic():
+            record = _token_create(project=project, name=name, raw=raw)
+    except IntegrityError:
+        raise Conflict(f"project {project.id} already has an active token named {name!r}") from None
+    return record, raw
+
+
+def project_token_revoke(*, project: Project, name: str) -> int:
+    """Revoke the project's active tokens with this name; returns how many."""
+    tokens = list(ProjectToken.objects.active().filter(project=project, name=name))
+    for record in tokens:
+        record.revoke()
+    return len(tokens)
+
+
+def demo_project_ensure() -> Project:
+    """The development demo project and its well-known token, idempotently."""
+    with transaction.atomic():
+        project, _ = Project.objects.get_or_create(
+            id=DEMO_PROJECT_ID, defaults={"name": DEMO_PROJECT_NAME}
+        )
+        if not ProjectToken.objects.active().filter(token_hash=hash_token(DEMO_TOKEN)).exists():
+            ProjectToken.objects.active().filter(project=project, name=DEMO_TOKEN_NAME).update(
+                revoked_at=timezone.now()
+            )
+            _token_create(project=project, name=DEMO_TOKEN_NAME, raw=DEMO_TOKEN)
+    return project
+
+
+# --- memory entries --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    entry: MemoryEntry
+    replayed: bool
+
+
+def request_fingerprint(body: dict[str, Any]) -> str:
+    """Canonical form of a request body, so key order and spacing do not matter."""
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def _validate_entry_fields(category: Any, content: Any, source: Any) -> None:
+    collect_errors(
+        {
+            "category": (validate_category, category),
+            "content": (validate_content, content),
+            "source": (validate_source, source),
+        }
+    )
+
+
+def _claim_idempotency_key(project: Project, key: str) -> None:
+    # On PostgreSQL a transaction-scoped advisory lock marks the key as in
+    # flight: a concurrent request with the same key is told so at once
+    # instead of queueing behind it. SQLite serialises writers with BEGIN
+    # IMMEDIATE, so a second request there simply waits and replays.
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"gedweb.idempotency\x1f{project.pk}\x1f{key}"],
+        )
+        (acquired,) = cursor.fetchone()
+    if not acquired:
+        raise IdempotencyInFlight("a request with this Idempotency-Key is still being processed")
+
+
+def memory_entry_create(
+    *,
+    project: Project,
+    author: str,
+    category: str,
+    content: str,
+    source: str = "operator",
+    corrects: str | int | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> AppendResult:
+    """Append one entry with the next seq and its hash link.
+
+    seq and prev_hash come from the project's newest entry, read while the
+    project row is locked (SELECT ... FOR UPDATE on PostgreSQL, the write
+    lock of BEGIN IMMEDIATE on SQLite), so concurrent appends queue and
+    every seq is taken exactly once; UNIQUE(project, seq) is the backstop.
+    """
+    _validate_entry_fields(category, content, source)
+    if idempotency_key is not None:
+        collect_errors({"Idempotency-Key": (validate_idempotency_key, idempotency_key)})
+        if request_hash is None:
+            request_hash = request_fingerprint(
+                {"category": category, "content": content, "source": source, "corrects": corrects}
+            )
+    try:
+        with transaction.atomic():
+            if idempotency_key is not None:
+                _claim_idempotency_key(project, idempotency_key)
+            Project.objects.select_for_update().only("id").get(pk=project.pk)
+            entries = MemoryEntry.objects.for_project(project)
+            if idempotency_key is not None:
+                earlier = entries.filter(idempotency_key=idempotency_key).first()
+                if earlier is not None:
+                    if earlier.request_hash != request_hash:
+                        raise IdempotencyKeyReused(
+                            "this Idempotency-Key was used with a different request body"
+                        )
+                    return AppendResult(earlier, replayed=True)
+            corrected = None
+            if corrects is not None:
+                corrected = entries.by_ref(corrects).only("id", "uuid").first()
+                if corrected is None:
+                    raise ValidationError(
+                        {"corrects": ["no entry with this id or seq in this project"]}
+                    )
+            head = entries.head()
+            now = timezone.now()
+            if head is not None and now < head["created_at"]:
+                # Keep created_at in seq order even if the wall clock steps back.
+                now = head["created_at"] + timedelta(microseconds=1)
+            entry = MemoryEntry(
+                project=project,
+                seq=head["seq"] + 1 if head else 1,
+                category=category,
+                content=content,
+                source=source,
+                corrects=corrected,
+                author=author,
+                created_at=now,
+                prev_hash=head["hash"] if head else GENESIS_HASH,
+                idempotency_key=idempotency_key,
+                request_hash=request_hash if idempotency_key is not None else None,
+            )
+            entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
+            entry.save(force_insert=True)
+            entry.corrected_by_rows = []
+            transaction.on_commit(partial(mirror.after_commit, project.pk))
+    except IntegrityError:
+        raise Conflict("another write to this project's memory won the race; retry") from None
+    return AppendResult(entry, replayed=False)
+
+
+def memory_chain_verify(*, project: Project) -> ChainReport:
+    return verify_chain(MemoryEntry.objects.for_project(project).chain_rows())
+
+
+# --- candidates ------------------------------------------------------------
+
+
+def candidate_create(
+    *, project: Project, author: str, category: str, content: str, source: str = "operator"
+) -> MemoryCandidate:
+    _validate_entry_fields(category, content, source)
+    return MemoryCandidate.objects.create(
+        project=project, author=author, category=category, content=content, source=source
+    )
+
+
+def _pending_candidate(project: Project, candidate: MemoryCandidate) -> MemoryCandidate:
+    locked = MemoryCandidate.objects.select_for_update().get(pk=candidate.pk, project=project)
+    if locked.status != MemoryCandidate.Status.PENDING:
+        raise Conflict(f"candidate is {locked.status}, not pending")
+    return locked
+
+
+def candidate_approve(*, project: Project, candidate: MemoryCandidate, by: str) -> MemoryEntry:
+    """Turn a pending candidate into exactly one entry, even under concurrent approvals."""
+    with transaction.atomic():
+        locked = _pending_candidate(project, candidate)
+        result = memory_entry_create(
+            project=project,
+            author=by,
+            category=locked.category,
+            content=locked.content,
+            source=locked.source,
+        )
+        updated = MemoryCandidate.objects.filter(
+            pk=locked.pk, status=MemoryCandidate.Status.PENDING
+        ).update(
+            status=MemoryCandidate.Status.APPROVED,
+            entry=result.entry,
+            resolved_at=timezone.now(),
+            resolved_by=by,
+        )
+        if updated != 1:
+            # The row lock makes this unreachable; the conditional update is
+            # the second guard, and raising rolls the new entry back.
+            raise Conflict("candidate is no longer pending")
+    return result.entry
+
+
+def candidate_reject(*, project: Project, candidate: MemoryCandidate, by: str) -> MemoryCandidate:
+    with transaction.atomic():
+        locked = _pending_candidate(project, candidate)
+        locked.status = MemoryCandidate.Status.REJECTED
+        locked.resolved_at = timezone.now()
+        locked.resolved_by = by
+        locked.save(update_fields=["status", "resolved_at", "resolved_by"])
+    return locked

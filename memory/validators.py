@@ -1,0 +1,92 @@
+"""Value rules for memory fields, shared by the services, the API and admin."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+
+PROJECT_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$")
+IDEMPOTENCY_KEY_RE = re.compile(r"^[\x20-\x7e]{1,255}$")
+
+MAX_CONTENT_BYTES = 32_000
+MAX_SOURCE_CHARS = 128
+MIN_SUPPLIED_TOKEN_CHARS = 12
+
+
+def validate_project_id(value: str) -> None:
+    if not isinstance(value, str) or not PROJECT_ID_RE.match(value):
+        raise ValidationError(
+            "must be 1-64 lowercase letters, digits or inner hyphens "
+            "(^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$)"
+        )
+
+
+def validate_project_name(value: str) -> None:
+    if not value.strip():
+        raise ValidationError("must not be blank")
+    if len(value) > 200:
+        raise ValidationError("must be at most 200 characters")
+    if not value.isprintable():
+        raise ValidationError("must not contain control characters")
+
+
+def validate_category(value: str) -> None:
+    if not CATEGORY_RE.match(value):
+        raise ValidationError(
+            "must start with a lowercase letter and use only a-z, 0-9, '_', '.', '-' "
+            "(at most 64 characters)"
+        )
+
+
+def validate_content(value: str) -> None:
+    if "\x00" in value:
+        raise ValidationError("must not contain NUL characters")
+    if not value.strip():
+        raise ValidationError("must not be blank")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValidationError("must be valid Unicode text (no lone surrogates)") from None
+    if size > MAX_CONTENT_BYTES:
+        raise ValidationError(f"must be at most {MAX_CONTENT_BYTES} UTF-8 bytes, got {size}")
+
+
+def validate_source(value: str) -> None:
+    if not 1 <= len(value) <= MAX_SOURCE_CHARS:
+        raise ValidationError(f"must be 1-{MAX_SOURCE_CHARS} characters")
+    if not value.isprintable():
+        raise ValidationError("must be printable characters without newlines")
+
+
+def validate_token_name(value: str) -> None:
+    if not TOKEN_NAME_RE.match(value):
+        raise ValidationError(
+            "must be 1-64 letters, digits or '_.@:-', starting with a letter or digit"
+        )
+
+
+def validate_supplied_token(value: str) -> None:
+    if len(value) < MIN_SUPPLIED_TOKEN_CHARS:
+        raise ValidationError(f"must be at least {MIN_SUPPLIED_TOKEN_CHARS} characters")
+    if len(value) > 512 or not all("\x21" <= ch <= "\x7e" for ch in value):
+        raise ValidationError("must be at most 512 printable ASCII characters without spaces")
+
+
+def validate_idempotency_key(value: str) -> None:
+    if not IDEMPOTENCY_KEY_RE.match(value):
+        raise ValidationError("must be 1-255 printable ASCII characters")
+
+
+def collect_errors(checks: dict[str, tuple[object, object]]) -> None:
+    """Run each (validator, value) and raise one ValidationError naming every bad field."""
+    errors: dict[str, list[str]] = {}
+    for field, (validator, value) in checks.items():
+        try:
+            validator(value)  # type: ignore[operator]
+        except ValidationError as exc:
+            errors[field] = list(exc.messages)
+    if errors:
+        raise ValidationError(errors)
