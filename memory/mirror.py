@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from gedweb.lib.failpoints import failpoint
 from gedweb.lib.mirror import parse_last_trailer, render_append, render_chunks, render_header
 from memory.models import MemoryEntry, Project
 
@@ -146,6 +147,7 @@ def _rebuild(project: Project, directory: Path) -> None:
                 buffer, pending = [], 0
         _write_all(fd, "".join(buffer).encode())
         os.fsync(fd)
+        failpoint("mirror.rebuild.before_rename")
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)
@@ -162,6 +164,11 @@ def _append_after(project: Project, path: Path, seq: int) -> int:
     data = "".join(render_append(row) for row in rows).encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
     try:
+        if os.environ.get("GEDWEB_FAILPOINT") == "mirror.append.torn":
+            # Simulate a crash in the middle of the write: half the bytes land.
+            _write_all(fd, data[: len(data) // 2])
+            os.fsync(fd)
+            failpoint("mirror.append.torn")
         _write_all(fd, data)
         os.fsync(fd)
     finally:
@@ -213,6 +220,7 @@ def after_commit(project_id: str) -> None:
     """Runs after an append commits: the entry is safe, so never raise from here."""
     if settings.MIRROR_WRITER != "inline":
         return
+    failpoint("mirror.after_commit")
     try:
         sync(Project.objects.get(pk=project_id))
     except Exception:

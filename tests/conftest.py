@@ -1,0 +1,162 @@
+"""Shared fixtures: API clients with tokens, projects, isolated mirror roots.
+
+Tests run against the database named by DATABASE_URL (SQLite by default,
+PostgreSQL in the second CI pass); nothing of GedWeb's own is mocked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+from rest_framework.test import APIClient
+
+from memory import services
+from memory.models import Project
+
+# Tests create the projects they need; the development demo project would
+# only get in the way of counts. Read at call time by the post_migrate hook.
+django_settings.DEMO_PROJECT = False
+
+ADMIN_TOKEN = "test-admin-token-0123456789abcdef-XYZ"
+MEMORY_WRITE_TOKEN = "test-memory-write-token-0123456789abcdef"
+
+
+def is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="needs PostgreSQL: SQLite serialises writers, which would hide the race",
+)
+
+
+@dataclass
+class ProjectWithToken:
+    project: Project
+    token: str
+
+    @property
+    def id(self) -> str:
+        return self.project.pk
+
+
+@pytest.fixture(autouse=True)
+def memory_root(settings: Any, tmp_path: Path) -> Path:
+    root = tmp_path / "bridge-memory"
+    settings.MEMORY_ROOT = root
+    settings.MIRROR_WRITER = "inline"
+    settings.MEMORY_WRITE_TOKEN = None
+    settings.ADMIN_TOKEN = ADMIN_TOKEN
+    return root
+
+
+@pytest.fixture
+def memory_write_token(settings: Any) -> str:
+    settings.MEMORY_WRITE_TOKEN = MEMORY_WRITE_TOKEN
+    return MEMORY_WRITE_TOKEN
+
+
+@pytest.fixture
+def make_project(db: None) -> Callable[..., ProjectWithToken]:
+    def make(project_id: str = "alpha", name: str | None = None, **kwargs: Any) -> ProjectWithToken:
+        project, raw = services.project_create(
+            project_id=project_id, name=name or project_id.title(), **kwargs
+        )
+        return ProjectWithToken(project, raw)
+
+    return make
+
+
+@pytest.fixture
+def alpha(make_project: Callable[..., ProjectWithToken]) -> ProjectWithToken:
+    return make_project("alpha")
+
+
+@pytest.fixture
+def beta(make_project: Callable[..., ProjectWithToken]) -> ProjectWithToken:
+    return make_project("beta")
+
+
+def bearer_client(token: str | None = None, **headers: str) -> APIClient:
+    client = APIClient()
+    credentials = dict(headers)
+    if token is not None:
+        credentials["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    client.credentials(**credentials)
+    return client
+
+
+@pytest.fixture
+def client_for() -> Callable[..., APIClient]:
+    """client_for(token, HTTP_X_MEMORY_TOKEN=...) -> an APIClient sending those headers."""
+    return bearer_client
+
+
+@pytest.fixture
+def admin_client() -> APIClient:
+    return bearer_client(ADMIN_TOKEN)
+
+
+def purge_append_only_tables() -> None:
+    """Empty entry tables between transactional tests (test-only).
+
+    Django's flush deletes rows, which the append-only triggers refuse on
+    SQLite; PostgreSQL's flush uses TRUNCATE, which row triggers do not see.
+    Application code never does this.
+    """
+    if is_postgres():
+        return
+    triggers = importlib.import_module("memory.migrations.0002_append_only_and_search")
+
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_memorycandidate")
+        for statement in triggers.SQLITE_BACKWARD:
+            cursor.execute(statement)
+        cursor.execute("DELETE FROM memory_memoryentry")
+        for statement in triggers.SQLITE_FORWARD:
+            cursor.execute(statement)
+
+
+@pytest.fixture
+def live_db(transactional_db: None) -> Iterator[None]:
+    """Committed data visible to other threads' connections, cleaned up after."""
+    yield
+    purge_append_only_tables()
+
+
+def run_in_threads(work: Callable[[int], Any], count: int) -> list[Any]:
+    """Run work(i) for i in range(count) on real threads released together.
+
+    Returns each call's result or the exception it raised, in index order.
+    Every thread closes its own database connection, as a request would.
+    """
+    import threading
+
+    from django.db import connections
+
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def run(index: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[index] = work(index)
+        except BaseException as exc:  # collected for the test to assert on
+            results[index] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return results
