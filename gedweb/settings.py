@@ -206,7 +206,6 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "APPEND_COMPONENTS": {
         "securitySchemes": {
-            "BearerToken": {"type": "http", "scheme": "bearer"},
             "MemoryWriteToken": {"type": "apiKey", "in": "header", "name": "X-Memory-Token"},
         }
     },

@@ -22,3 +22,4 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_ensure_demo_project, sender=self)
+        from memory.api import schema  # noqa: F401  registers the OpenAPI auth scheme

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 SERVER_FIELDS = frozenset(
@@ -49,6 +50,10 @@ class StrictCharField(serializers.CharField):
         return data
 
 
+@extend_schema_field(
+    {"oneOf": [{"type": "string", "format": "uuid"}, {"type": "integer", "minimum": 1}],
+     "nullable": True}
+)
 class EntryReferenceField(serializers.Field):
     """An entry named by its uuid (string) or its seq (integer)."""
 

@@ -90,6 +90,7 @@ class HealthView(APIView):
     @extend_schema(
         responses={200: s.HealthSerializer, 503: s.HealthSerializer},
         auth=[],
+        operation_id="healthz",
         summary="Liveness and database check (no token)",
     )
     def get(self, request: Request) -> Response:
@@ -107,11 +108,12 @@ class HealthView(APIView):
 class ProjectListView(APIView):
     permission_classes = [IsAdmin]
 
-    @extend_schema(responses={200: s.ProjectListSerializer, **errors(401, 403)})
+    @extend_schema(operation_id="projects_list", responses={200: s.ProjectListSerializer, **errors(401, 403)})
     def get(self, request: Request) -> Response:
         return Response({"items": [p.as_dict() for p in Project.objects.order_by("id")]})
 
     @extend_schema(
+        operation_id="projects_create",
         request=s.ProjectCreateSerializer,
         responses={201: s.ProjectCreatedSerializer, **errors(400, 401, 403, 409, 413, 415)},
         summary="Create a project (admin token)",
@@ -130,7 +132,7 @@ class ProjectListView(APIView):
 
 
 class ProjectDetailView(ProjectAPIView):
-    @extend_schema(responses={200: s.ProjectSerializer, **errors(401, 404)})
+    @extend_schema(operation_id="projects_get", responses={200: s.ProjectSerializer, **errors(401, 404)})
     def get(self, request: Request, project_id: str) -> Response:
         return Response(self.project.as_dict())
 
@@ -149,6 +151,7 @@ class EntryListView(ProjectAPIView):
     memory_write_methods = frozenset({"POST"})
 
     @extend_schema(
+        operation_id="memory_list",
         parameters=[s.EntryListQuerySerializer],
         responses={200: s.EntryPageSerializer, **errors(*READ_ERRORS)},
         summary="List memory entries (cursor pagination by seq)",
@@ -180,6 +183,7 @@ class EntryListView(ProjectAPIView):
         return Response({"items": [e.as_dict() for e in items], "next_cursor": next_cursor})
 
     @extend_schema(
+        operation_id="memory_append",
         request=s.EntryCreateSerializer,
         parameters=[
             OpenApiParameter(
@@ -226,6 +230,7 @@ class EntryListView(ProjectAPIView):
 class EntryDetailView(ProjectAPIView):
     @extend_schema(
         responses={200: s.EntrySerializer, **errors(401, 404)},
+        operation_id="memory_get",
         summary="One entry, by uuid or seq, with the entries that correct it",
     )
     def get(self, request: Request, project_id: str, ref: str) -> Response:
@@ -238,6 +243,7 @@ class EntryDetailView(ProjectAPIView):
 class VerifyView(ProjectAPIView):
     @extend_schema(
         responses={200: s.VerifySerializer, **errors(401, 404)},
+        operation_id="memory_verify",
         summary="Recompute every link of the hash chain",
     )
     def get(self, request: Request, project_id: str) -> Response:
@@ -250,6 +256,7 @@ class MirrorTextView(ProjectAPIView):
             (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="MEMORY.md"),
             **errors(401, 404),
         },
+        operation_id="memory_mirror_text",
         summary="The Markdown mirror, rendered from the record",
     )
     def get(self, request: Request, project_id: str) -> StreamingHttpResponse:
@@ -265,6 +272,7 @@ class MirrorTextView(ProjectAPIView):
 
 class CandidateListView(ProjectAPIView):
     @extend_schema(
+        operation_id="candidates_list",
         parameters=[s.CandidateListQuerySerializer],
         responses={200: s.CandidatePageSerializer, **errors(*READ_ERRORS)},
         summary="List review candidates, oldest first",
@@ -284,6 +292,7 @@ class CandidateListView(ProjectAPIView):
         )
 
     @extend_schema(
+        operation_id="candidates_create",
         request=s.CandidateCreateSerializer,
         responses={201: s.CandidateSerializer, **errors(*WRITE_ERRORS)},
         summary="Propose a memory entry for review (any project token)",
@@ -317,6 +326,7 @@ class CandidateApproveView(CandidateActionView):
     @extend_schema(
         request=None,
         responses={200: s.EntrySerializer, **errors(*WRITE_ERRORS, 409)},
+        operation_id="candidates_approve",
         summary="Approve a pending candidate: creates exactly one entry",
     )
     def post(self, request: Request, project_id: str, candidate_id: str) -> Response:
@@ -331,6 +341,7 @@ class CandidateRejectView(CandidateActionView):
     @extend_schema(
         request=None,
         responses={200: s.CandidateSerializer, **errors(*WRITE_ERRORS, 409)},
+        operation_id="candidates_reject",
         summary="Reject a pending candidate",
     )
     def post(self, request: Request, project_id: str, candidate_id: str) -> Response:
