@@ -16,6 +16,7 @@ urlpatterns = [
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("memory.api.urls")),
+    path("v1/", include("governance.api.urls")),
     # Last: any other /v1 path is a JSON 404, whatever DEBUG says.
     re_path(r"^v1(?:/.*)?$", api.NotFoundView.as_view()),
 ]

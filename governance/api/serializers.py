@@ -1,0 +1,225 @@
+"""Input shapes and documented outputs of the governance API.
+
+Request fields are snake_case like the rest of the API; the governance
+document itself is returned in GedPi's camelCase ``governance.json`` shape.
+Evidence records and bindings are passed through in GedPi's shape and
+validated strictly by gedweb.lib.governance.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from gedweb.lib import governance as gov
+from memory.api.serializers import StrictCharField, StrictSerializer
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false only; DRF would also take "yes", 1 and friends."""
+
+    def to_internal_value(self, data: object) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data: object) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class WorkOpenSerializer(StrictSerializer):
+    summary = StrictCharField(max_length=10_000, help_text="normalised and cut to 240 characters")
+    minimum_mode = serializers.ChoiceField(choices=gov.MINIMUM_MODES)
+    ambiguity = serializers.ChoiceField(choices=gov.AMBIGUITIES)
+    risk = serializers.ChoiceField(choices=gov.RISKS)
+    clear_scope = StrictBooleanField()
+    bounded = StrictBooleanField()
+    reversible = StrictBooleanField()
+    deterministic_check = StrictBooleanField()
+    escalation_reason = StrictCharField(required=False, allow_null=True, max_length=240)
+    execution_profile = serializers.ChoiceField(
+        choices=gov.EXECUTION_PROFILES, required=False, default="solo"
+    )
+    branch = StrictCharField(required=False, allow_null=True, max_length=255)
+    base_head = StrictCharField(required=False, allow_null=True, max_length=64)
+
+
+class MetaSerializer(serializers.Serializer):
+    schemaVersion = serializers.IntegerField()
+    workId = serializers.CharField()
+    summary = serializers.CharField()
+    createdAt = serializers.CharField()
+    branch = serializers.CharField(allow_null=True)
+    baseHead = serializers.CharField(allow_null=True)
+
+
+class GovernanceDocumentSerializer(serializers.Serializer):
+    """GedPi's governance.json (schemaVersion 1); see docs/governance.md."""
+
+    schemaVersion = serializers.IntegerField()
+    revision = serializers.IntegerField()
+    workId = serializers.CharField()
+    summary = serializers.CharField()
+    repository = serializers.DictField()
+    createdAt = serializers.CharField()
+    updatedAt = serializers.CharField()
+    currentSlice = serializers.CharField(allow_null=True)
+    decision = serializers.DictField()
+    executionProfile = serializers.CharField()
+    approvals = serializers.ListField(child=serializers.DictField())
+    evidence = serializers.ListField(child=serializers.DictField())
+    pendingMutations = serializers.ListField(child=serializers.DictField())
+    pendingCommits = serializers.ListField(child=serializers.DictField())
+    lifecycleTransitions = serializers.ListField(child=serializers.DictField())
+    lifecycle = serializers.CharField()
+
+
+class WorkSerializer(serializers.Serializer):
+    work_id = serializers.CharField()
+    meta = MetaSerializer()
+    governance = GovernanceDocumentSerializer()
+
+
+class WorkSummarySerializer(serializers.Serializer):
+    work_id = serializers.CharField()
+    summary = serializers.CharField()
+    mode = serializers.CharField()
+    created_at = serializers.CharField()
+    author = serializers.CharField()
+
+
+class WorkPageSerializer(serializers.Serializer):
+    items = WorkSummarySerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class WorkListQuerySerializer(StrictSerializer):
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    after = serializers.CharField(required=False, max_length=128, help_text="a work_id cursor")
+
+
+class FileWriteSerializer(StrictSerializer):
+    content = StrictCharField(max_length=1_000_000)
+    expected_version = StrictIntegerField(required=False, min_value=0)
+
+
+class FileSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    content = serializers.CharField()
+    author = serializers.CharField()
+    created_at = serializers.CharField()
+
+
+class FileQuerySerializer(StrictSerializer):
+    version = serializers.IntegerField(required=False, min_value=1)
+
+
+class RevisionSummarySerializer(serializers.Serializer):
+    revision = serializers.IntegerField()
+    operation = serializers.CharField()
+    author = serializers.CharField()
+    created_at = serializers.CharField()
+    evidence_count = serializers.IntegerField()
+
+
+class RevisionPageSerializer(serializers.Serializer):
+    items = RevisionSummarySerializer(many=True)
+    next_cursor = serializers.IntegerField(allow_null=True)
+
+
+class RevisionListQuerySerializer(StrictSerializer):
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    after = serializers.IntegerField(required=False, min_value=-1)
+
+
+class EvidenceFieldsSerializer(StrictSerializer):
+    """An evidence record in GedPi's keys; ``id`` is generated when absent and
+    ``recordedAt`` is always the server's time."""
+
+    id = StrictCharField(required=False, max_length=255)
+    kind = serializers.ChoiceField(choices=gov.EVIDENCE_KINDS)
+    source = serializers.ChoiceField(choices=gov.EVIDENCE_SOURCES)
+    producerId = StrictCharField(required=False, max_length=255)
+    summary = StrictCharField(max_length=10_000)
+    outcome = serializers.ChoiceField(choices=gov.EVIDENCE_OUTCOMES)
+    binding = serializers.DictField(required=False)
+
+
+class ExpectedRevisionSerializer(StrictSerializer):
+    expected_revision = StrictIntegerField(min_value=0)
+
+
+class EvidenceAppendSerializer(ExpectedRevisionSerializer):
+    evidence = EvidenceFieldsSerializer()
+    policy = serializers.ChoiceField(
+        choices=list(("none", "record-implementation", "record-satisfied")),
+        required=False,
+        default="none",
+        help_text="record-implementation: the source-mutation guard; record-satisfied: the "
+        "metadata-mutation guard plus GedPi's plan rules",
+    )
+
+
+class UpdateSerializer(ExpectedRevisionSerializer):
+    changes = serializers.DictField(
+        help_text="camelCase fields to set: currentSlice, decision, executionProfile, approvals"
+    )
+
+
+class MutationBeginSerializer(ExpectedRevisionSerializer):
+    id = StrictCharField(required=False, max_length=255)
+    request_id = StrictCharField(max_length=256)
+    tool_call_id = StrictCharField(max_length=256)
+    target = StrictCharField(max_length=4096)
+    action = serializers.ChoiceField(
+        choices=["source-mutation", "metadata-mutation"], required=False, default="source-mutation"
+    )
+
+
+class CompleteSerializer(ExpectedRevisionSerializer):
+    evidence = EvidenceFieldsSerializer()
+
+
+class CommitBeginSerializer(ExpectedRevisionSerializer):
+    id = StrictCharField(required=False, max_length=255)
+    request_id = StrictCharField(max_length=256)
+    tool_call_id = StrictCharField(max_length=256)
+    before_head = StrictCharField(allow_null=True, max_length=64)
+    expected_tree = StrictCharField(max_length=64)
+    unstaged_digest = StrictCharField(max_length=64)
+    untracked_digest = StrictCharField(max_length=64)
+    verified_snapshot_digest = StrictCharField(max_length=64)
+
+
+class LifecycleSerializer(ExpectedRevisionSerializer):
+    action = serializers.ChoiceField(choices=list(gov.LIFECYCLE_ACTIONS))
+    reason = StrictCharField(max_length=10_000)
+    expected_lifecycle = serializers.ChoiceField(choices=gov.LIFECYCLES)
+
+
+class GuardSerializer(StrictSerializer):
+    action = serializers.ChoiceField(choices=gov.GUARD_ACTIONS)
+
+
+class GuardResultSerializer(serializers.Serializer):
+    allowed = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+
+
+class ActiveWorkWriteSerializer(StrictSerializer):
+    work_id = StrictCharField(max_length=128)
+    operation = serializers.ChoiceField(choices=["open", "continue"])
+    request_id = StrictCharField(max_length=256)
+
+
+class ActiveWorkSerializer(serializers.Serializer):
+    schemaVersion = serializers.IntegerField()
+    sessionId = serializers.CharField()
+    workId = serializers.CharField()
+    operation = serializers.CharField()
+    selectedAt = serializers.CharField()
+    requestId = serializers.CharField()

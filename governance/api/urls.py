@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from governance.api import views
+
+app_name = "governance-api"
+
+WORK = "projects/<str:project_id>/work/<str:work_id>"
+GOV = f"{WORK}/governance"
+
+urlpatterns = [
+    path("projects/<str:project_id>/work", views.WorkListView.as_view(), name="work-list"),
+    path(WORK, views.WorkDetailView.as_view(), name="work-detail"),
+    path(f"{WORK}/files/<str:name>", views.WorkFileView.as_view(), name="work-file"),
+    path(
+        f"{WORK}/tasks/<str:task_id>/<str:name>",
+        views.TaskArtifactView.as_view(),
+        name="task-artifact",
+    ),
+    path(GOV, views.GovernanceView.as_view(), name="governance"),
+    path(f"{GOV}/revisions", views.RevisionListView.as_view(), name="revision-list"),
+    path(f"{GOV}/revisions/<int:number>", views.RevisionDetailView.as_view(),
+         name="revision-detail"),
+    path(f"{GOV}/evidence", views.EvidenceView.as_view(), name="evidence"),
+    path(f"{GOV}/update", views.UpdateView.as_view(), name="update"),
+    path(f"{GOV}/mutations", views.MutationBeginView.as_view(), name="mutation-begin"),
+    path(f"{GOV}/mutations/<str:pending_id>/complete", views.MutationCompleteView.as_view(),
+         name="mutation-complete"),
+    path(f"{GOV}/mutations/<str:pending_id>/clear", views.MutationClearView.as_view(),
+         name="mutation-clear"),
+    path(f"{GOV}/commits", views.CommitBeginView.as_view(), name="commit-begin"),
+    path(f"{GOV}/commits/<str:pending_id>/complete", views.CommitCompleteView.as_view(),
+         name="commit-complete"),
+    path(f"{GOV}/commits/<str:pending_id>/clear", views.CommitClearView.as_view(),
+         name="commit-clear"),
+    path(f"{GOV}/lifecycle", views.LifecycleView.as_view(), name="lifecycle"),
+    path(f"{GOV}/guard", views.GuardView.as_view(), name="guard"),
+    path(
+        "projects/<str:project_id>/sessions/<str:session_id>/active-work",
+        views.ActiveWorkView.as_view(),
+        name="active-work",
+    ),
+]

@@ -1,0 +1,533 @@
+"""Governance writes: open work, write revisions, files, task artifacts, active work.
+
+Every governance write runs the same way: lock the work item row, read the
+newest revision, check the caller's expected revision (compare-and-swap),
+compute the next document with gedweb.lib.governance, and insert revision
+n+1 with any new evidence rows. The row lock serialises writers across
+processes and servers; UNIQUE(work, revision) is the backstop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from gedweb.exceptions import DomainError
+from gedweb.lib import governance as gov
+from gedweb.lib.fingerprint import file_set_fingerprint
+from governance.models import (
+    ActiveWork,
+    EvidenceRecord,
+    GovernanceRevision,
+    TaskArtifact,
+    WorkFile,
+    WorkItem,
+)
+from memory.models import Project
+
+
+class StaleRevision(DomainError):
+    status, code = 409, "stale_revision"
+
+
+class DuplicateEvidence(DomainError):
+    status, code = 409, "duplicate_evidence"
+
+
+class GovernanceBlocked(DomainError):
+    status, code = 409, "governance_blocked"
+
+
+class InvalidGovernanceState(DomainError):
+    status, code = 422, "invalid_state"
+
+
+class DecisionRequired(DomainError):
+    status, code = 422, "decision_required"
+
+
+class WorkConflict(DomainError):
+    status, code = 409, "conflict"
+
+
+_ERRORS: dict[str, type[DomainError]] = {
+    gov.STALE_REVISION: StaleRevision,
+    gov.DUPLICATE_EVIDENCE: DuplicateEvidence,
+    gov.GOVERNANCE_BLOCKED: GovernanceBlocked,
+    gov.INVALID_STATE: InvalidGovernanceState,
+    gov.ALREADY_EXISTS: WorkConflict,
+}
+
+
+def domain_error(exc: gov.GovernanceError) -> DomainError:
+    return _ERRORS.get(exc.code, InvalidGovernanceState)(exc.message)
+
+
+def _now() -> datetime:
+    # GedPi times carry milliseconds; storing the same precision keeps
+    # META and governance times identical on every read.
+    moment = timezone.now()
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def repository_identity(project: Project) -> dict[str, str]:
+    """GedPi hashes the Git common dir and worktree path; a service hashes the project."""
+    return {
+        "repositoryId": hashlib.sha256(f"gedweb:project:{project.pk}".encode()).hexdigest(),
+        "worktreeId": hashlib.sha256(f"gedweb:project:{project.pk}:worktree".encode()).hexdigest(),
+    }
+
+
+# --- reading documents ----------------------------------------------------------
+
+
+def _document(revision: GovernanceRevision, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    """Reassemble GedPi's document, with evidence back in its place in key order."""
+    stored = revision.document_without_evidence
+    document: dict[str, Any] = {}
+    for key, value in stored.items():
+        document[key] = value
+        if key == "approvals":
+            document["evidence"] = evidence[: revision.evidence_count]
+    return document
+
+
+def _evidence_list(work: WorkItem, upto: int | None = None) -> list[dict[str, Any]]:
+    rows = EvidenceRecord.objects.filter(work=work).order_by("position")
+    if upto is not None:
+        rows = rows.filter(position__lt=upto)
+    return [json.loads(text) for text in rows.values_list("record_json", flat=True)]
+
+
+def latest_revision(work: WorkItem) -> GovernanceRevision:
+    return GovernanceRevision.objects.filter(work=work).order_by("-revision").first()
+
+
+def governance_document(work: WorkItem) -> dict[str, Any]:
+    revision = latest_revision(work)
+    document = _document(revision, _evidence_list(work, revision.evidence_count))
+    gov.validate_state(document, work.work_id)  # fail closed on a corrupt record
+    return document
+
+
+def revision_document(work: WorkItem, number: int) -> dict[str, Any] | None:
+    revision = GovernanceRevision.objects.filter(work=work, revision=number).first()
+    if revision is None:
+        return None
+    return _document(revision, _evidence_list(work, revision.evidence_count))
+
+
+# --- writing revisions ------------------------------------------------------------
+
+
+def _store_revision(work: WorkItem, previous_evidence: int, document: dict[str, Any],
+                    operation: str, author: str) -> None:
+    now = timezone.now()
+    evidence = document["evidence"]
+    for position in range(previous_evidence, len(evidence)):
+        record = evidence[position]
+        EvidenceRecord.objects.create(
+            work=work,
+            position=position,
+            evidence_id=record["id"],
+            record_json=json.dumps(record, ensure_ascii=False),
+            revision=document["revision"],
+            author=author,
+            created_at=now,
+        )
+    without_evidence = {k: v for k, v in document.items() if k != "evidence"}
+    GovernanceRevision.objects.create(
+        work=work,
+        revision=document["revision"],
+        document_json=json.dumps(without_evidence, ensure_ascii=False),
+        evidence_count=len(evidence),
+        operation=operation,
+        author=author,
+        created_at=now,
+    )
+
+
+def governance_write(
+    *,
+    work: WorkItem,
+    expected_revision: int,
+    operation: str,
+    author: str,
+    change: Callable[[dict[str, Any], datetime], dict[str, Any]],
+) -> dict[str, Any]:
+    """Apply one store operation as revision expected_revision + 1, or refuse."""
+    try:
+        with transaction.atomic():
+            WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+            current = governance_document(work)
+            if current["revision"] != expected_revision:
+                raise StaleRevision(
+                    f"Stale governance revision {expected_revision}; current revision is "
+                    f"{current['revision']}.",
+                    current_revision=current["revision"],
+                )
+            try:
+                following = change(current, _now())
+            except gov.GovernanceError as exc:
+                raise domain_error(exc) from None
+            if any(
+                following["evidence"][i] != record for i, record in enumerate(current["evidence"])
+            ):
+                raise InvalidGovernanceState("evidence is append-only")
+            _store_revision(work, len(current["evidence"]), following, operation, author)
+    except IntegrityError:
+        # Only reachable if the row lock were bypassed: the unique
+        # constraints on (work, revision) and (work, position) still hold.
+        current_revision = latest_revision(work).revision
+        raise StaleRevision(
+            f"Stale governance revision {expected_revision}; current revision is "
+            f"{current_revision}.",
+            current_revision=current_revision,
+        ) from None
+    return following
+
+
+def new_evidence_record(fields: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A GedPi evidence record from caller fields; id and recordedAt come from the server."""
+    record: dict[str, Any] = {
+        "id": fields.get("id") or f"evidence-{uuid.uuid4()}",
+        "kind": fields["kind"],
+        "source": fields["source"],
+    }
+    if fields.get("producerId") is not None:
+        record["producerId"] = fields["producerId"]
+    record["recordedAt"] = gov.format_time(now)
+    record["summary"] = fields["summary"]
+    record["outcome"] = fields["outcome"]
+    if fields.get("binding") is not None:
+        record["binding"] = fields["binding"]
+    return record
+
+
+EVIDENCE_POLICIES = {
+    "none": gov.append_evidence,
+    "record-implementation": gov.record_implementation,
+    "record-satisfied": gov.record_satisfied,
+}
+
+
+def evidence_append(*, work: WorkItem, expected_revision: int, evidence: dict[str, Any],
+                    policy: str, author: str) -> dict[str, Any]:
+    apply = EVIDENCE_POLICIES[policy]
+    return governance_write(
+        work=work,
+        expected_revision=expected_revision,
+        operation=f"evidence:{policy}",
+        author=author,
+        change=lambda state, now: apply(state, new_evidence_record(evidence, now), now),
+    )
+
+
+def governance_update(*, work: WorkItem, expected_revision: int, changes: dict[str, Any],
+                      author: str) -> dict[str, Any]:
+    return governance_write(
+        work=work, expected_revision=expected_revision, operation="update", author=author,
+        change=lambda state, now: gov.cas_update(state, changes, now),
+    )
+
+
+def mutation_begin(*, work: WorkItem, expected_revision: int, request_id: str,
+                   tool_call_id: str, target: str, action: str, author: str,
+                   mutation_id: str | None = None) -> dict[str, Any]:
+    def change(state: dict[str, Any], now: datetime) -> dict[str, Any]:
+        pending = {
+            "id": mutation_id or f"mutation-{uuid.uuid4()}",
+            "requestId": request_id,
+            "toolCallId": tool_call_id,
+            "target": target,
+            "startedAt": gov.format_time(now),
+        }
+        return gov.begin_mutation(state, pending, now, action)
+
+    return governance_write(work=work, expected_revision=expected_revision,
+                            operation="mutation:begin", author=author, change=change)
+
+
+def mutation_complete(*, work: WorkItem, expected_revision: int, mutation_id: str,
+                      evidence: dict[str, Any], author: str) -> dict[str, Any]:
+    return governance_write(
+        work=work, expected_revision=expected_revision, operation="mutation:complete",
+        author=author,
+        change=lambda state, now: gov.complete_mutation(
+            state, mutation_id, new_evidence_record(evidence, now), now
+        ),
+    )
+
+
+def mutation_clear(*, work: WorkItem, expected_revision: int, mutation_id: str,
+                   author: str) -> dict[str, Any]:
+    return governance_write(
+        work=work, expected_revision=expected_revision, operation="mutation:clear",
+        author=author, change=lambda state, now: gov.clear_mutation(state, mutation_id, now),
+    )
+
+
+def commit_begin(*, work: WorkItem, expected_revision: int, fields: dict[str, Any],
+                 author: str, commit_id: str | None = None) -> dict[str, Any]:
+    def change(state: dict[str, Any], now: datetime) -> dict[str, Any]:
+        pending = {
+            "id": commit_id or f"commit-{uuid.uuid4()}",
+            "requestId": fields["requestId"],
+            "toolCallId": fields["toolCallId"],
+            "beforeHead": fields["beforeHead"],
+            "expectedTree": fields["expectedTree"],
+            "unstagedDigest": fields["unstagedDigest"],
+            "untrackedDigest": fields["untrackedDigest"],
+            "verifiedSnapshotDigest": fields["verifiedSnapshotDigest"],
+            "startedAt": gov.format_time(now),
+        }
+        return gov.begin_commit(state, pending, now)
+
+    return governance_write(work=work, expected_revision=expected_revision,
+                            operation="commit:begin", author=author, change=change)
+
+
+def commit_complete(*, work: WorkItem, expected_revision: int, commit_id: str,
+                    evidence: dict[str, Any], author: str) -> dict[str, Any]:
+    return governance_write(
+        work=work, expected_revision=expected_revision, operation="commit:complete",
+        author=author,
+        change=lambda state, now: gov.complete_commit(
+            state, commit_id, new_evidence_record(evidence, now), now
+        ),
+    )
+
+
+def commit_clear(*, work: WorkItem, expected_revision: int, commit_id: str,
+                 author: str) -> dict[str, Any]:
+    return governance_write(
+        work=work, expected_revision=expected_revision, operation="commit:clear",
+        author=author, change=lambda state, now: gov.clear_commit(state, commit_id, now),
+    )
+
+
+def lifecycle_transition(*, work: WorkItem, expected_revision: int, action: str, reason: str,
+                         expected_lifecycle: str, author: str) -> dict[str, Any]:
+    return governance_write(
+        work=work, expected_revision=expected_revision, operation=f"lifecycle:{action}",
+        author=author,
+        change=lambda state, now: gov.transition(
+            state, action=action, reason=reason, expected_lifecycle=expected_lifecycle,
+            transition_id=f"lifecycle-{uuid.uuid4()}", now=now,
+        ),
+    )
+
+
+# --- the guard ------------------------------------------------------------------------
+
+
+def plan_fingerprint(work: WorkItem) -> dict[str, Any] | None:
+    """File-set fingerprint of the work item's current SPEC, TASKS and TESTS."""
+    files = latest_files(work)
+    names = [name for name in gov.PLANNED_TEMPLATES if name in files]
+    if not names:
+        return None
+    return file_set_fingerprint(
+        {f".ged/work/{work.work_id}/{name}": files[name].content.encode("utf-8") for name in names}
+    )
+
+
+def guard_check(*, work: WorkItem, action: str) -> str | None:
+    """GedPi's ordered store checks, then the plan binding; None when allowed."""
+    if latest_revision(work) is None:
+        return gov.missing_state_reason(work.work_id)
+    state = governance_document(work)
+    return gov.guard(state, action) or gov.plan_binding_reason(
+        state, action, plan_fingerprint(work)
+    )
+
+
+def _require_guard(work: WorkItem, action: str) -> None:
+    reason = guard_check(work=work, action=action)
+    if reason:
+        raise GovernanceBlocked(reason)
+
+
+# --- opening work ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenedWork:
+    work: WorkItem
+    governance: dict[str, Any]
+
+
+def work_open(
+    *,
+    project: Project,
+    author: str,
+    summary: str,
+    minimum_mode: str,
+    ambiguity: str,
+    risk: str,
+    clear_scope: bool,
+    bounded: bool,
+    reversible: bool,
+    deterministic_check: bool,
+    escalation_reason: str | None = None,
+    execution_profile: str = "solo",
+    branch: str | None = None,
+    base_head: str | None = None,
+) -> OpenedWork:
+    normalized = gov.normalize_summary(summary)
+    if not normalized:
+        raise ValidationError({"summary": ["must not be blank"]})
+    decision = gov.resolve_mode(
+        minimum_mode=minimum_mode,
+        ambiguity=ambiguity,
+        risk=risk,
+        clear_scope=clear_scope,
+        bounded=bounded,
+        reversible=reversible,
+        deterministic_check=deterministic_check,
+        escalation_reason=escalation_reason,
+    )
+    if decision["requiresDecision"]:
+        # GedPi refuses before creating anything.
+        raise DecisionRequired(
+            f"{decision['reason']} Resolve the decision, then open the work again."
+        )
+    now = _now()
+    with transaction.atomic():
+        work = WorkItem.objects.create(
+            project=project,
+            work_id=gov.work_id_for(normalized, now, secrets.token_hex(16)),
+            summary=normalized,
+            mode=decision["mode"],
+            created_at=now,
+            branch=branch,
+            base_head=base_head,
+            author=author,
+        )
+        if decision["mode"] == "direct-change":
+            initial_files = {
+                "DIRECT.md": gov.render_direct_md(
+                    work.work_id, normalized, decision, deterministic_check
+                )
+            }
+        elif decision["mode"] == "planned-change":
+            initial_files = dict(gov.PLANNED_TEMPLATES)
+        else:
+            initial_files = {}
+        for name, content in initial_files.items():
+            WorkFile.objects.create(work=work, name=name, version=1, content=content,
+                                    author=author, created_at=now)
+        state = gov.initial_state(
+            work_id=work.work_id,
+            summary=normalized,
+            repository={**repository_identity(project), "branch": branch, "baseHead": base_head},
+            decision=decision,
+            execution_profile=execution_profile,
+            now=now,
+        )
+        _store_revision(work, 0, state, "initialize", author)
+    return OpenedWork(work, state)
+
+
+# --- work files and task artifacts ------------------------------------------------------
+
+
+def latest_files(work: WorkItem) -> dict[str, WorkFile]:
+    latest: dict[str, WorkFile] = {}
+    for row in WorkFile.objects.filter(work=work).order_by("name", "version"):
+        latest[row.name] = row
+    return latest
+
+
+def allowed_files(work: WorkItem) -> tuple[str, ...]:
+    if work.mode == WorkItem.Mode.DIRECT_CHANGE:
+        return ("DIRECT.md",)
+    if work.mode == WorkItem.Mode.PLANNED_CHANGE:
+        return tuple(gov.PLANNED_TEMPLATES)
+    return ()
+
+
+def _next_version(rows: Any, expected_version: int | None) -> int:
+    current = rows.order_by("-version").values_list("version", flat=True).first() or 0
+    if expected_version is not None and expected_version != current:
+        raise WorkConflict(
+            f"stale version {expected_version}; current version is {current}",
+            current_version=current,
+        )
+    return current + 1
+
+
+def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
+                    expected_version: int | None = None) -> WorkFile:
+    if name not in allowed_files(work):
+        raise WorkConflict(f"{name} is not a file of {work.mode} work")
+    with transaction.atomic():
+        WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+        # Editing work files is a metadata mutation in GedPi's guard.
+        _require_guard(work, "metadata-mutation")
+        version = _next_version(WorkFile.objects.filter(work=work, name=name), expected_version)
+        return WorkFile.objects.create(work=work, name=name, version=version, content=content,
+                                       author=author, created_at=timezone.now())
+
+
+def task_artifact_write(*, work: WorkItem, task_id: str, name: str, content: str, author: str,
+                        expected_version: int | None = None) -> TaskArtifact:
+    if name == TaskArtifact.Name.HISTORY:
+        try:
+            history = json.loads(content)
+        except ValueError:
+            history = None
+        if not isinstance(history, list):
+            raise ValidationError({"content": ["HISTORY.json must be a JSON array of attempts"]})
+    with transaction.atomic():
+        WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+        _require_guard(work, "metadata-mutation")
+        rows = TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)
+        version = _next_version(rows, expected_version)
+        return TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
+                                           version=version, content=content, author=author,
+                                           created_at=timezone.now())
+
+
+# --- active work ------------------------------------------------------------------------------
+
+
+def session_key(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+
+
+def active_work_select(*, project: Project, session_id: str, work: WorkItem, operation: str,
+                       request_id: str) -> ActiveWork:
+    """Point a session at a work item; continuing needs the metadata guard to pass."""
+    with transaction.atomic():
+        if operation == ActiveWork.Operation.CONTINUE:
+            _require_guard(work, "metadata-mutation")
+        pointer, _ = ActiveWork.objects.update_or_create(
+            project=project,
+            session_key=session_key(session_id),
+            defaults={
+                "session_id": session_id,
+                "work": work,
+                "operation": operation,
+                "request_id": request_id,
+                "selected_at": _now(),
+            },
+        )
+    return pointer
+
+
+def active_work_clear(*, project: Project, session_id: str) -> int:
+    deleted, _ = ActiveWork.objects.filter(
+        project=project, session_key=session_key(session_id)
+    ).delete()
+    return deleted
