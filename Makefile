@@ -32,4 +32,4 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .data/test-gedweb.sqlite3* .pytest_cache
+	rm -rf $(VENV) .data/test-gedweb-*.sqlite3* .pytest_cache

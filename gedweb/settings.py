@@ -6,6 +6,7 @@ ImproperlyConfigured at start instead of silently falling back to a default.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -128,6 +129,11 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default="sqlite:///./.data/gedweb.sqlite3")}
 _db = DATABASES["default"]
+if not _db.get("ENGINE"):
+    # django-environ returns an empty config for text it cannot parse.
+    raise ImproperlyConfigured(
+        "DATABASE_URL must be a database URL such as sqlite:///path or postgres://user@host/name"
+    )
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     Path(_db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     _db["OPTIONS"] = {
@@ -143,11 +149,15 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         **_db.get("OPTIONS", {}),
     }
     # Tests need a real file: threads use separate connections, which an
-    # in-memory database would not share.
-    _db["TEST"] = {"NAME": str(BASE_DIR / ".data" / "test-gedweb.sqlite3")}
+    # in-memory database would not share. The process id keeps two test runs
+    # on one machine from sharing (and destroying) each other's database.
+    _db["TEST"] = {"NAME": str(BASE_DIR / ".data" / f"test-gedweb-{os.getpid()}.sqlite3")}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
-    _db.setdefault("CONN_MAX_AGE", 60)
-    _db.setdefault("CONN_HEALTH_CHECKS", True)
+    _db["TEST"] = {"NAME": f"test_{_db['NAME']}_{os.getpid()}"}
+# Keep connections across requests: opening one (and, on SQLite, running the
+# PRAGMAs) per request costs more than the append itself.
+_db.setdefault("CONN_MAX_AGE", 60)
+_db.setdefault("CONN_HEALTH_CHECKS", True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -200,20 +200,27 @@ def expected_digest(project: Project) -> str:
 
 
 def check(project: Project) -> bool:
-    """True when the file is byte for byte what a rebuild would write."""
-    with _locked(project.pk) as directory:
-        path = directory / MIRROR_NAME
-        digest = hashlib.sha256()
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return False
-        try:
-            while block := os.read(fd, 1 << 20):
-                digest.update(block)
-        finally:
-            os.close(fd)
-        return digest.hexdigest() == expected_digest(project)
+    """True when the file is byte for byte what a rebuild would write.
+
+    A mirror directory that is a symlink, or that cannot be locked, never
+    holds a faithful mirror: that is drift to report, not a crash.
+    """
+    try:
+        with _locked(project.pk) as directory:
+            path = directory / MIRROR_NAME
+            digest = hashlib.sha256()
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                return False
+            try:
+                while block := os.read(fd, 1 << 20):
+                    digest.update(block)
+            finally:
+                os.close(fd)
+            return digest.hexdigest() == expected_digest(project)
+    except (MirrorPathError, OSError):
+        return False
 
 
 def after_commit(project_id: str) -> None:

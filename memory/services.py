@@ -120,7 +120,9 @@ def demo_project_ensure() -> Project:
         project, _ = Project.objects.get_or_create(
             id=DEMO_PROJECT_ID, defaults={"name": DEMO_PROJECT_NAME}
         )
-        if not ProjectToken.objects.active().filter(token_hash=hash_token(DEMO_TOKEN)).exists():
+        # Token hashes are unique, so a revoked demo token cannot be issued
+        # again: it stays revoked instead of failing every later start.
+        if not ProjectToken.objects.filter(token_hash=hash_token(DEMO_TOKEN)).exists():
             ProjectToken.objects.active().filter(project=project, name=DEMO_TOKEN_NAME).update(
                 revoked_at=timezone.now()
             )
@@ -198,7 +200,9 @@ def memory_entry_create(
         with transaction.atomic():
             if idempotency_key is not None:
                 _claim_idempotency_key(project, idempotency_key)
-            Project.objects.select_for_update().only("id").get(pk=project.pk)
+            # NO KEY UPDATE serialises appends without blocking inserts that
+            # merely reference the project (tokens, candidates).
+            Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
             entries = MemoryEntry.objects.for_project(project)
             if idempotency_key is not None:
                 earlier = entries.filter(idempotency_key=idempotency_key).first()

@@ -10,6 +10,7 @@ PROJECT_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x20-\x7e]{1,255}$")
+# Checked with fullmatch: "$" alone also matches before a final newline.
 
 MAX_CONTENT_BYTES = 32_000
 MAX_SOURCE_CHARS = 128
@@ -17,7 +18,7 @@ MIN_SUPPLIED_TOKEN_CHARS = 12
 
 
 def validate_project_id(value: str) -> None:
-    if not isinstance(value, str) or not PROJECT_ID_RE.match(value):
+    if not isinstance(value, str) or not PROJECT_ID_RE.fullmatch(value):
         raise ValidationError(
             "must be 1-64 lowercase letters, digits or inner hyphens "
             "(^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$)"
@@ -34,7 +35,7 @@ def validate_project_name(value: str) -> None:
 
 
 def validate_category(value: str) -> None:
-    if not CATEGORY_RE.match(value):
+    if not CATEGORY_RE.fullmatch(value):
         raise ValidationError(
             "must start with a lowercase letter and use only a-z, 0-9, '_', '.', '-' "
             "(at most 64 characters)"
@@ -62,7 +63,7 @@ def validate_source(value: str) -> None:
 
 
 def validate_token_name(value: str) -> None:
-    if not TOKEN_NAME_RE.match(value):
+    if not TOKEN_NAME_RE.fullmatch(value):
         raise ValidationError(
             "must be 1-64 letters, digits or '_.@:-', starting with a letter or digit"
         )
@@ -76,7 +77,7 @@ def validate_supplied_token(value: str) -> None:
 
 
 def validate_idempotency_key(value: str) -> None:
-    if not IDEMPOTENCY_KEY_RE.match(value):
+    if not IDEMPOTENCY_KEY_RE.fullmatch(value):
         raise ValidationError("must be 1-255 printable ASCII characters")
 
 

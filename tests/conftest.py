@@ -114,10 +114,22 @@ def purge_append_only_tables() -> None:
     """
     if is_postgres():
         return
-    triggers = importlib.import_module("memory.migrations.0002_append_only_and_search")
+    from gedweb import append_only
 
+    triggers = importlib.import_module("memory.migrations.0002_append_only_and_search")
+    governance_tables = importlib.import_module("governance.migrations.0002_append_only").TABLES
     with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM governance_activework")
         cursor.execute("DELETE FROM memory_memorycandidate")
+        for table in governance_tables:
+            for statement in append_only.sqlite_backward(table):
+                cursor.execute(statement)
+        # Children before parents: the work item goes last.
+        for table in reversed(governance_tables):
+            cursor.execute(f"DELETE FROM {table}")
+        for table in governance_tables:
+            for statement in append_only.sqlite_forward(table):
+                cursor.execute(statement)
         for statement in triggers.SQLITE_BACKWARD:
             cursor.execute(statement)
         cursor.execute("DELETE FROM memory_memoryentry")
@@ -160,3 +172,14 @@ def run_in_threads(work: Callable[[int], Any], count: int) -> list[Any]:
     for thread in threads:
         thread.join(timeout=120)
     return results
+
+
+@pytest.fixture(autouse=True)
+def static_files_on_demand(settings: Any) -> None:
+    """Look static files up per request instead of scanning every finder per client.
+
+    pytest-django forces DEBUG off, which turns WhiteNoise's autorefresh off,
+    so each new test client's middleware would walk every static file of
+    every app (Swagger UI included) before its first request.
+    """
+    settings.WHITENOISE_AUTOREFRESH = True

@@ -127,12 +127,17 @@ class WorkFileView(WorkAPIView):
     @extend_schema(
         operation_id="work_file_get",
         parameters=[s.FileQuerySerializer],
-        responses={200: s.FileSerializer, **errors(400, 401, 404)},
+        responses={200: s.FileSerializer, **errors(400, 401, 404, 409)},
         summary="The newest version of a work file, or ?version=n",
     )
     def get(self, request: Request, project_id: str, work_id: str, name: str) -> Response:
+        name = self._name(name)
+        if name not in services.allowed_files(self.work):
+            # Contract §5: planned files only for planned-change work, DIRECT.md
+            # only for direct-change, else 409 (as for PUT).
+            raise services.WorkConflict(f"{name} is not a file of {self.work.mode} work")
         query = _query(s.FileQuerySerializer, request)
-        rows = WorkFile.objects.filter(work=self.work, name=self._name(name))
+        rows = WorkFile.objects.filter(work=self.work, name=name)
         if "version" in query:
             rows = rows.filter(version=query["version"])
         row = rows.order_by("-version").first()

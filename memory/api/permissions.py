@@ -6,6 +6,7 @@ import hmac
 from typing import Any
 
 from django.conf import settings
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
@@ -24,6 +25,10 @@ class IsAdmin(BasePermission):
     message = "this endpoint needs the admin token"
 
     def has_permission(self, request: Request, view: Any) -> bool:
+        if not settings.ADMIN_TOKEN:
+            # No admin token configured: admin endpoints are refused (401) for
+            # every bearer, never merely forbidden to some (contract section 1).
+            raise NotAuthenticated()
         return bool(request.user is not None and getattr(request.user, "is_admin", False))
 
 

@@ -1,7 +1,8 @@
 """Input validation and documented output shapes of the memory API.
 
 Input serializers check types and reject unknown fields; value rules live
-in memory.validators and are applied by the services. Output serializers
+in memory.validators and are applied by the services, and by the input
+serializers too, so that one answer names every bad field. Output serializers
 describe what model ``as_dict()`` methods return, for the OpenAPI schema.
 """
 
@@ -11,6 +12,15 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from memory.validators import (
+    validate_category,
+    validate_content,
+    validate_project_id,
+    validate_project_name,
+    validate_source,
+    validate_supplied_token,
+)
 
 SERVER_FIELDS = frozenset(
     {"id", "seq", "hash", "prev_hash", "author", "created_at", "project_id", "corrected_by",
@@ -22,8 +32,8 @@ class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not declare, naming server-owned ones as such."""
 
     def to_internal_value(self, data: Any) -> Any:
+        errors: dict[str, Any] = {}
         if isinstance(data, dict):
-            errors = {}
             for name in data:
                 if name not in self.fields:
                     errors[name] = [
@@ -31,9 +41,15 @@ class StrictSerializer(serializers.Serializer):
                         if name in SERVER_FIELDS
                         else "unknown field"
                     ]
-            if errors:
-                raise serializers.ValidationError(errors)
-        return super().to_internal_value(data)
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if errors and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **errors}) from None
+            raise
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
 
 
 class StrictCharField(serializers.CharField):
@@ -71,9 +87,19 @@ class EntryReferenceField(serializers.Field):
 
 
 class ProjectCreateSerializer(StrictSerializer):
-    id = StrictCharField(help_text="^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
-    name = StrictCharField()
-    token = StrictCharField(required=False, write_only=True, help_text="at least 12 characters")
+    id = StrictCharField(
+        allow_blank=False,
+        validators=[validate_project_id],
+        help_text="^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+    )
+    name = StrictCharField(allow_blank=False, validators=[validate_project_name])
+    token = StrictCharField(
+        required=False,
+        write_only=True,
+        allow_blank=False,
+        validators=[validate_supplied_token],
+        help_text="at least 12 characters",
+    )
 
 
 class ProjectSerializer(serializers.Serializer):
@@ -93,9 +119,21 @@ class ProjectListSerializer(serializers.Serializer):
 
 
 class EntryCreateSerializer(StrictSerializer):
-    category = StrictCharField(help_text="^[a-z][a-z0-9_.-]{0,63}$")
-    content = StrictCharField(help_text="not blank, at most 32,000 UTF-8 bytes, no NUL")
-    source = StrictCharField(required=False, default="operator", help_text="1-128 printable")
+    category = StrictCharField(
+        allow_blank=False, validators=[validate_category], help_text="^[a-z][a-z0-9_.-]{0,63}$"
+    )
+    content = StrictCharField(
+        allow_blank=False,
+        validators=[validate_content],
+        help_text="not blank, at most 32,000 UTF-8 bytes, no NUL",
+    )
+    source = StrictCharField(
+        required=False,
+        default="operator",
+        allow_blank=False,
+        validators=[validate_source],
+        help_text="1-128 printable",
+    )
     corrects = EntryReferenceField(
         required=False, allow_null=True, default=None, help_text="uuid or seq, same project"
     )
@@ -141,9 +179,11 @@ class VerifySerializer(serializers.Serializer):
 
 
 class CandidateCreateSerializer(StrictSerializer):
-    category = StrictCharField()
-    content = StrictCharField()
-    source = StrictCharField(required=False, default="operator")
+    category = StrictCharField(allow_blank=False, validators=[validate_category])
+    content = StrictCharField(allow_blank=False, validators=[validate_content])
+    source = StrictCharField(
+        required=False, default="operator", allow_blank=False, validators=[validate_source]
+    )
 
 
 class CandidateSerializer(serializers.Serializer):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -314,7 +315,9 @@ class CandidateActionView(ProjectAPIView):
     def _candidate(self, candidate_id: str) -> MemoryCandidate:
         try:
             return MemoryCandidate.objects.for_project(self.project).get(uuid=candidate_id)
-        except (MemoryCandidate.DoesNotExist, ValueError):
+        except (MemoryCandidate.DoesNotExist, ValueError, ValidationError):
+            # A malformed id names no candidate: UUIDField lookups raise
+            # ValidationError for it, which must not become a 400.
             raise Http404 from None
 
     def _check_body(self, request: Request) -> None:

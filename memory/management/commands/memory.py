@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory import mirror, services
@@ -97,13 +99,18 @@ class Command(BaseCommand):
         if check:
             drifted = [p.pk for p in projects if not mirror.check(p)]
             for project_id in drifted:
-                self.stderr.write(f"mirror drifted: {mirror.mirror_path(project_id)}")
+                # Not mirror_path(): it refuses the unsafe paths being reported here.
+                path = Path(settings.MEMORY_ROOT) / project_id / mirror.MIRROR_NAME
+                self.stderr.write(f"mirror drifted: {path}")
             self.stdout.write(to_json({"checked": len(projects), "drifted": drifted}))
             if drifted:
                 raise CommandError(f"{len(drifted)} mirror(s) drifted", returncode=1)
         elif rebuild:
             for target in projects:
-                mirror.rebuild(target)
+                try:
+                    mirror.rebuild(target)
+                except (mirror.MirrorPathError, OSError) as exc:
+                    raise CommandError(f"cannot rebuild the mirror of {target.pk}: {exc}") from None
             self.stdout.write(to_json({"rebuilt": [p.pk for p in projects]}))
         else:
             self._follow(project, interval, once)

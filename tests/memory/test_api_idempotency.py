@@ -1,0 +1,317 @@
+"""Idempotency-Key on POST /v1/projects/{id}/memory: replays, reuse, scoping, races."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection, connections, transaction
+
+from memory import services
+from memory.models import MemoryEntry, Project
+from tests.conftest import postgres_only, run_in_threads
+
+BODY = {"category": "decision", "content": "use postgres", "source": "agent"}
+KEY = "req-7f3a/2026-11-30T08:00Z"
+
+
+def memory_url(project_id: str) -> str:
+    return f"/v1/projects/{project_id}/memory"
+
+
+def post(client, project_id: str, body=BODY, key: str | None = KEY):
+    extra = {} if key is None else {"HTTP_IDEMPOTENCY_KEY": key}
+    return client.post(memory_url(project_id), body, format="json", **extra)
+
+
+def post_raw(client, project_id: str, raw: bytes, key: str = KEY):
+    return client.generic(
+        "POST", memory_url(project_id), raw, content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY=key,
+    )
+
+
+def count(project=None) -> int:
+    entries = MemoryEntry.objects.all()
+    return entries.filter(project=project).count() if project else entries.count()
+
+
+@pytest.fixture
+def client(alpha, client_for):
+    return client_for(alpha.token)
+
+
+def test_the_first_request_is_not_marked_as_a_replay(alpha, client):
+    response = post(client, alpha.id)
+
+    assert response.status_code == 201
+    assert "Idempotent-Replayed" not in response
+    entry = MemoryEntry.objects.get()
+    assert entry.idempotency_key == KEY
+    assert str(entry.uuid) == response.json()["id"]
+
+
+def test_it_replays_the_same_key_and_body(alpha, client):
+    first = post(client, alpha.id)
+
+    again = post(client, alpha.id)
+
+    assert again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    assert count() == 1
+
+
+def test_it_replays_a_body_with_other_key_order_and_spacing(alpha, client):
+    first = post_raw(
+        client, alpha.id, b'{"category":"decision","content":"use postgres","source":"agent"}'
+    )
+
+    again = post_raw(
+        client,
+        alpha.id,
+        b'{\n  "source" : "agent",\n\t"content":   "use postgres",  "category": "decision"\n}\n',
+    )
+
+    assert first.status_code == 201
+    assert again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert count() == 1
+
+
+def test_it_replays_a_body_with_escaped_and_literal_unicode(alpha, client):
+    first = post_raw(client, alpha.id, '{"category":"c","content":"café"}'.encode())
+
+    again = post_raw(client, alpha.id, b'{"content":"caf\\u00e9","category":"c"}')
+
+    assert again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert count() == 1
+
+
+def test_it_replays_the_original_entry_after_later_appends(alpha, client):
+    first = post(client, alpha.id)
+    post(client, alpha.id, {"category": "note", "content": "later"}, key=None)
+
+    again = post(client, alpha.id)
+
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json()["seq"] == 1
+    assert again.json()["id"] == first.json()["id"]
+    assert count() == 2
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {**BODY, "content": "use sqlite"},
+        {**BODY, "source": "operator"},
+        {"category": "decision", "content": "use postgres"},
+        {**BODY, "corrects": 1},
+    ],
+    ids=["content", "source", "without-source", "with-corrects"],
+)
+def test_it_refuses_the_same_key_with_a_different_body(alpha, client, changed):
+    first = post(client, alpha.id)
+
+    response = post(client, alpha.id, changed)
+
+    assert response.status_code == 422
+    assert response.json()["code"] == "idempotency_key_reused"
+    assert "Idempotent-Replayed" not in response
+    assert count() == 1
+    assert MemoryEntry.objects.get().as_dict() == first.json()
+
+
+def test_it_scopes_keys_to_the_project(alpha, beta, client, client_for):
+    in_alpha = post(client, alpha.id)
+
+    in_beta = post(client_for(beta.token), beta.id)
+
+    assert in_beta.status_code == 201
+    assert "Idempotent-Replayed" not in in_beta
+    assert in_beta.json()["id"] != in_alpha.json()["id"]
+    assert in_beta.json()["project_id"] == "beta"
+    assert count(alpha.project) == 1
+    assert count(beta.project) == 1
+
+
+def test_a_key_from_another_project_never_answers_a_different_body(alpha, beta, client, client_for):
+    post(client, alpha.id)
+
+    response = post(client_for(beta.token), beta.id, {"category": "other", "content": "beta"})
+
+    assert response.status_code == 201
+    assert response.json()["content"] == "beta"
+    assert count(beta.project) == 1
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["", "k" * 256, "\x01abc", "ключ", "key\n", "tab\tkey", "del\x7f"],
+    ids=["empty", "256-chars", "control", "non-ascii", "newline", "tab", "delete"],
+)
+def test_it_refuses_a_malformed_key(alpha, client, key):
+    response = post(client, alpha.id, key=key)
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "validation_error"
+    assert list(body["fields"]) == ["Idempotency-Key"]
+    assert count() == 0
+
+
+@pytest.mark.parametrize("key", ["k" * 255, "a b ~!@#$%^&*()_+{}|:<>?", "x"])
+def test_it_accepts_any_printable_ascii_key_up_to_255(alpha, client, key):
+    response = post(client, alpha.id, key=key)
+
+    assert response.status_code == 201
+    assert MemoryEntry.objects.get().idempotency_key == key
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b'{"category": "Bad Category", "content": "use postgres", "source": "agent"}',
+        b'{"category": "decision", "content": "use postgres", "source": "agent", "corrects": 99}',
+        b'{"category": "decision", "content": "a\\ud800b", "source": "agent"}',
+        b'{"category": "decision", "content": "use postgres", "source": "agent", "unknown": 1}',
+    ],
+    ids=["category", "missing-correction", "lone-surrogate", "unknown-field"],
+)
+def test_a_refused_request_does_not_use_up_its_key(alpha, client, bad):
+    refused = post_raw(client, alpha.id, bad)
+
+    accepted = post(client, alpha.id)
+
+    assert refused.status_code == 400
+    assert accepted.status_code == 201
+    assert "Idempotent-Replayed" not in accepted
+    assert MemoryEntry.objects.get().content == "use postgres"
+
+
+def test_a_replay_still_needs_the_memory_token(alpha, client_for, memory_write_token):
+    writer = client_for(alpha.token, HTTP_X_MEMORY_TOKEN=memory_write_token)
+    post(writer, alpha.id)
+
+    response = post(client_for(alpha.token), alpha.id)
+
+    assert response.status_code == 403
+    assert response.json()["code"] == "memory_write_forbidden"
+    assert count() == 1
+
+
+def test_a_key_on_a_service_append_replays_over_the_api(alpha, client):
+    services.memory_entry_create(
+        project=alpha.project,
+        author="default",
+        idempotency_key=KEY,
+        request_hash=services.request_fingerprint(BODY),
+        **BODY,
+    )
+
+    response = post(client, alpha.id)
+
+    assert response.status_code == 201
+    assert response["Idempotent-Replayed"] == "true"
+    assert count() == 1
+
+
+def test_concurrent_requests_with_one_key_create_one_entry(live_db, make_project, client_for):
+    target = make_project("race")
+
+    def work(index: int):
+        response = post(client_for(target.token), target.id, key="one-key-for-all")
+        return response.status_code, response.json()
+
+    results = run_in_threads(work, 20)
+
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    assert all(
+        status == 201 or (status == 409 and body["code"] == "idempotency_in_flight")
+        for status, body in results
+    ), results
+    created = {body["id"] for status, body in results if status == 201}
+    assert len(created) == 1
+    assert list(MemoryEntry.objects.values_list("uuid", flat=True)) == [
+        MemoryEntry.objects.get().uuid
+    ]
+    assert str(MemoryEntry.objects.get().uuid) == created.pop()
+    assert services.memory_chain_verify(project=target.project).ok
+
+
+def test_concurrent_requests_with_different_keys_all_append(live_db, make_project, client_for):
+    target = make_project("race")
+
+    def work(index: int):
+        response = post(
+            client_for(target.token),
+            target.id,
+            {"category": "c", "content": f"n{index}"},
+            key=f"key-{index}",
+        )
+        return response.status_code
+
+    results = run_in_threads(work, 12)
+
+    assert results == [201] * 12
+    assert sorted(MemoryEntry.objects.values_list("seq", flat=True)) == list(range(1, 13))
+    assert services.memory_chain_verify(project=target.project).ok
+
+
+def advisory_locks_held() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+        return cursor.fetchone()[0]
+
+
+@postgres_only
+def test_a_key_still_in_flight_is_refused_at_once(live_db, make_project, client_for):
+    target = make_project("race")
+    locked, release = threading.Event(), threading.Event()
+    first: dict = {}
+
+    def hold_the_project_row() -> None:
+        # Appends lock the project row, so the first request waits here
+        # while it holds its Idempotency-Key.
+        try:
+            with transaction.atomic():
+                Project.objects.select_for_update().get(pk=target.id)
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    def send_first() -> None:
+        try:
+            first["response"] = post(client_for(target.token), target.id)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_the_project_row)
+    holder.start()
+    assert locked.wait(10)
+    sender = threading.Thread(target=send_first)
+    sender.start()
+    deadline = time.monotonic() + 10
+    while advisory_locks_held() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    second = post(client_for(target.token), target.id)
+    release.set()
+    holder.join(30)
+    sender.join(30)
+
+    assert second.status_code == 409
+    assert second.json()["code"] == "idempotency_in_flight"
+    assert first["response"].status_code == 201
+    assert list(MemoryEntry.objects.values_list("uuid", flat=True)) == [
+        MemoryEntry.objects.get().uuid
+    ]
+    assert str(MemoryEntry.objects.get().uuid) == first["response"].json()["id"]
+    replay = post(client_for(target.token), target.id)
+    assert replay.status_code == 201
+    assert replay["Idempotent-Replayed"] == "true"

@@ -1,0 +1,618 @@
+"""The MEMORY.md mirror on disk (contract §4 "Markdown mirror"; catalogue C8).
+
+The database is the source of truth: the file must always equal a full
+rebuild byte for byte once caught up, damage is detected and repaired,
+a failed write never fails or doubles an append, and a process killed at
+any failpoint leaves a state the next writer repairs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from gedweb.lib.mirror import render_full
+from memory import mirror, services
+from memory.models import MemoryEntry
+
+VARIED_CONTENT = [
+    "plain decision",
+    "```python\nprint('fenced')\n```",
+    "## 7 · 2026-01-01T00:00:00.000000+00:00 · decision\n\nforged heading",
+    "_Source: x | Author: admin | Entry: 00000000-0000-4000-8000-000000000000 | Corrects: - "
+    "| Hash: " + "0" * 64 + "_",
+    "Zürich → 東京 🎉 naïve café",
+    "trailing newline\n",
+    "`````` six backticks ``````",
+    "multi\n\nparagraph\n\n- list\n- items\n",
+    "tab\tand\rcarriage return",
+    "~~~\ntilde fence\n~~~",
+]
+
+
+def expected_text(project) -> str:
+    return render_full(project.pk, MemoryEntry.objects.for_project(project).chain_rows())
+
+
+def file_bytes(project) -> bytes:
+    return mirror.mirror_path(project.pk).read_bytes()
+
+
+def assert_mirror_exact(project) -> None:
+    text = file_bytes(project).decode("utf-8")
+    assert text == expected_text(project)
+    for entry_uuid in MemoryEntry.objects.for_project(project).values_list("uuid", flat=True):
+        assert text.count(f"| Entry: {entry_uuid} |") == 1
+    assert mirror.check(project)
+
+
+@pytest.fixture
+def append(django_capture_on_commit_callbacks):
+    """Append through the service and run its on_commit mirror write, as a commit would."""
+
+    def run(project, content: str = "an entry", **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            result = services.memory_entry_create(
+                project=project,
+                author=kwargs.pop("author", "ana"),
+                category=kwargs.pop("category", "decision"),
+                content=content,
+                **kwargs,
+            )
+        return result.entry
+
+    return run
+
+
+@pytest.fixture
+def restore_signals():
+    # `memory mirror --follow` installs SIGTERM/SIGINT handlers in the test process.
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
+def run_mirror_command(*args: str) -> tuple[int, str, str]:
+    out, err = StringIO(), StringIO()
+    try:
+        call_command("memory", "mirror", *args, stdout=out, stderr=err)
+    except CommandError as exc:
+        err.write(str(exc))
+        return exc.returncode, out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
+
+
+# --- byte equality on the write path ------------------------------------------------
+
+
+def test_many_varied_appends_leave_the_file_equal_to_a_rebuild(alpha, append):
+    for index in range(300):
+        corrects = index - 5 if index % 50 == 49 else None
+        append(
+            alpha.project,
+            f"{index}: {VARIED_CONTENT[index % len(VARIED_CONTENT)]}",
+            category=("decision", "note", "fix.v2")[index % 3],
+            source=f"agent-{index % 4}",
+            corrects=corrects,
+        )
+    assert file_bytes(alpha.project) == expected_text(alpha.project).encode("utf-8")
+    assert_mirror_exact(alpha.project)
+
+
+def test_the_write_path_appends_in_place_and_never_rewrites_the_file(alpha, append):
+    append(alpha.project, "first")
+    inode = mirror.mirror_path(alpha.id).stat().st_ino
+    for index in range(20):
+        append(alpha.project, f"more {index} ```")
+    assert mirror.mirror_path(alpha.id).stat().st_ino == inode
+    assert_mirror_exact(alpha.project)
+
+
+def test_the_mirror_lives_under_the_memory_root_in_the_project_directory(
+    alpha, append, memory_root
+):
+    append(alpha.project)
+    assert mirror.mirror_path(alpha.id) == memory_root / "alpha" / "MEMORY.md"
+    assert (memory_root / "alpha" / "MEMORY.md").is_file()
+
+
+def test_a_project_without_entries_mirrors_to_the_header_alone(alpha):
+    mirror.sync(alpha.project)
+    assert file_bytes(alpha.project) == render_full("alpha", []).encode()
+    assert mirror.check(alpha.project)
+
+
+def test_sync_of_a_current_mirror_changes_nothing(alpha, append):
+    append(alpha.project)
+    before = file_bytes(alpha.project)
+    assert mirror.sync(alpha.project) == mirror.SyncResult("alpha", appended=0, rebuilt=False)
+    assert file_bytes(alpha.project) == before
+
+
+def test_sync_of_a_mirror_behind_the_record_appends_only_the_missing_blocks(
+    alpha, append, settings
+):
+    append(alpha.project, "mirrored")
+    settings.MIRROR_WRITER = "follower"
+    for index in range(3):
+        append(alpha.project, f"not yet mirrored {index}")
+    assert mirror.sync(alpha.project) == mirror.SyncResult("alpha", appended=3, rebuilt=False)
+    assert_mirror_exact(alpha.project)
+
+
+def test_projects_have_separate_mirrors(alpha, beta, append):
+    append(alpha.project, "for alpha")
+    append(beta.project, "for beta")
+    assert b"for beta" not in file_bytes(alpha.project)
+    assert b"for alpha" not in file_bytes(beta.project)
+    assert_mirror_exact(alpha.project)
+    assert_mirror_exact(beta.project)
+
+
+# --- damage: detected by check(), repaired by sync() or rebuild() -------------------
+
+
+def _delete(path: Path) -> None:
+    path.unlink()
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _truncate_mid_block(path: Path) -> None:
+    data = path.read_bytes()
+    last_block = data.rfind(b"\n## ")
+    path.write_bytes(data[: last_block + (len(data) - last_block) // 2])
+
+
+def _truncate_last_byte(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-1])
+
+
+def _append_junk(path: Path) -> None:
+    with path.open("ab") as handle:
+        handle.write(b"junk appended by hand\n")
+
+
+def _append_a_copy_of_the_last_block(path: Path) -> None:
+    data = path.read_bytes()
+    with path.open("ab") as handle:
+        handle.write(data[data.rfind(b"\n## ") :])
+
+
+def _edit_a_byte_in_the_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = data.index(b"entry 2 of 5")
+    data[middle] = ord("E")
+    path.write_bytes(bytes(data))
+
+
+TAIL_DAMAGE = [
+    pytest.param(_delete, id="deleted"),
+    pytest.param(_empty, id="emptied"),
+    pytest.param(_truncate_mid_block, id="truncated-mid-block"),
+    pytest.param(_truncate_last_byte, id="truncated-last-byte"),
+    pytest.param(_append_junk, id="junk-appended"),
+]
+# The O(1) catch-up trusts a file whose last block is exactly the newest
+# entry's; damage before that is found by check() and fixed by rebuild().
+ANY_DAMAGE = [
+    *TAIL_DAMAGE,
+    pytest.param(_append_a_copy_of_the_last_block, id="last-block-doubled"),
+    pytest.param(_edit_a_byte_in_the_middle, id="byte-edited-in-middle"),
+]
+SOME_DAMAGE = [
+    pytest.param(_delete, id="deleted"),
+    pytest.param(_truncate_mid_block, id="truncated-mid-block"),
+    pytest.param(_edit_a_byte_in_the_middle, id="byte-edited-in-middle"),
+]
+
+
+@pytest.fixture
+def mirrored(alpha, append):
+    for index in range(5):
+        append(alpha.project, f"entry {index} of 5 ```")
+    assert_mirror_exact(alpha.project)
+    return alpha
+
+
+@pytest.mark.parametrize("damage", ANY_DAMAGE)
+def test_check_detects_damage(mirrored, damage):
+    damage(mirror.mirror_path(mirrored.id))
+    assert mirror.check(mirrored.project) is False
+
+
+@pytest.mark.parametrize("damage", ANY_DAMAGE)
+def test_rebuild_repairs_any_damage(mirrored, damage):
+    damage(mirror.mirror_path(mirrored.id))
+    mirror.rebuild(mirrored.project)
+    assert_mirror_exact(mirrored.project)
+
+
+@pytest.mark.parametrize("damage", TAIL_DAMAGE)
+def test_sync_repairs_tail_damage(mirrored, damage):
+    damage(mirror.mirror_path(mirrored.id))
+    result = mirror.sync(mirrored.project)
+    assert result.rebuilt
+    assert_mirror_exact(mirrored.project)
+
+
+@pytest.mark.parametrize("damage", TAIL_DAMAGE)
+def test_the_next_append_repairs_tail_damage(mirrored, damage, append):
+    damage(mirror.mirror_path(mirrored.id))
+    append(mirrored.project, "after the damage")
+    assert_mirror_exact(mirrored.project)
+
+
+def test_a_mirror_copied_from_another_project_is_rebuilt(mirrored, beta, append):
+    append(beta.project, "beta's only entry")
+    mirror.mirror_path(beta.id).write_bytes(file_bytes(mirrored.project))
+    assert mirror.check(beta.project) is False
+    assert mirror.sync(beta.project).rebuilt
+    assert_mirror_exact(beta.project)
+
+
+def test_a_mirror_ending_with_a_block_of_an_unknown_hash_is_rebuilt(mirrored):
+    path = mirror.mirror_path(mirrored.id)
+    data = path.read_bytes()
+    hash_start = data.rindex(b"Hash: ") + len(b"Hash: ")
+    forged = data[:hash_start] + b"f" * 64 + b"_\n"
+    path.write_bytes(forged)
+    assert mirror.sync(mirrored.project).rebuilt
+    assert_mirror_exact(mirrored.project)
+
+
+@pytest.mark.parametrize("damage", SOME_DAMAGE)
+def test_the_check_command_exits_1_naming_the_damaged_project(mirrored, damage):
+    damage(mirror.mirror_path(mirrored.id))
+    returncode, out, err = run_mirror_command("--check")
+    assert returncode == 1
+    assert json.loads(out)["drifted"] == ["alpha"]
+    assert str(mirror.mirror_path("alpha")) in err
+
+
+@pytest.mark.parametrize("damage", SOME_DAMAGE)
+def test_the_rebuild_command_repairs_and_check_then_exits_0(mirrored, damage):
+    damage(mirror.mirror_path(mirrored.id))
+    assert run_mirror_command("--rebuild")[0] == 0
+    returncode, out, _ = run_mirror_command("--check")
+    assert (returncode, json.loads(out)) == (0, {"checked": 1, "drifted": []})
+    assert_mirror_exact(mirrored.project)
+
+
+def test_the_check_command_names_only_the_drifted_project(mirrored, beta, append):
+    append(beta.project, "beta stays intact")
+    _append_junk(mirror.mirror_path(mirrored.id))
+    returncode, out, _ = run_mirror_command("--check")
+    assert (returncode, json.loads(out)) == (1, {"checked": 2, "drifted": ["alpha"]})
+
+
+def test_the_commands_can_target_one_project(mirrored, beta, append):
+    append(beta.project, "beta")
+    _append_junk(mirror.mirror_path(mirrored.id))
+    _append_junk(mirror.mirror_path(beta.id))
+    assert run_mirror_command("--rebuild", "--project", "beta")[0] == 0
+    assert run_mirror_command("--check", "--project", "beta")[0] == 0
+    assert run_mirror_command("--check", "--project", "alpha")[0] == 1
+
+
+def test_the_check_command_refuses_an_unknown_project(db):
+    returncode, _, err = run_mirror_command("--check", "--project", "nope")
+    assert returncode == 1 and "nope" in err
+
+
+# --- symlinks ------------------------------------------------------------------------
+
+
+def test_a_symlinked_mirror_file_is_replaced_not_followed(alpha, append, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(b"precious file outside the mirror root\n")
+    path = mirror.mirror_path(alpha.id)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(outside)
+    append(alpha.project, "must not land outside")
+    assert outside.read_bytes() == b"precious file outside the mirror root\n"
+    assert path.is_file() and not path.is_symlink()
+    assert_mirror_exact(alpha.project)
+
+
+def test_check_does_not_follow_a_symlinked_mirror_file(mirrored, tmp_path):
+    outside = tmp_path / "outside.md"
+    path = mirror.mirror_path(mirrored.id)
+    outside.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(outside)
+    assert mirror.check(mirrored.project) is False
+
+
+def test_a_symlinked_project_directory_is_not_written_through(alpha, append, tmp_path, memory_root):
+    outside = tmp_path / "outside-dir"
+    outside.mkdir()
+    memory_root.mkdir(parents=True)
+    (memory_root / alpha.id).symlink_to(outside, target_is_directory=True)
+    entry = append(alpha.project, "committed even though the mirror path is unsafe")
+    assert list(outside.iterdir()) == []
+    assert MemoryEntry.objects.filter(pk=entry.pk).count() == 1
+    with pytest.raises(mirror.MirrorPathError):
+        mirror.sync(alpha.project)
+
+
+def test_the_check_command_reports_a_symlinked_project_directory_as_drift(
+    mirrored, tmp_path, memory_root
+):
+    outside = tmp_path / "outside-dir"
+    (memory_root / mirrored.id).rename(outside)
+    (memory_root / mirrored.id).symlink_to(outside, target_is_directory=True)
+    returncode, out, err = run_mirror_command("--check")
+    assert returncode == 1
+    assert json.loads(out)["drifted"] == ["alpha"]
+    assert "alpha" in err
+
+
+def test_the_rebuild_command_refuses_a_symlinked_project_directory_in_one_line(
+    mirrored, tmp_path, memory_root
+):
+    outside = tmp_path / "outside-dir"
+    (memory_root / mirrored.id).rename(outside)
+    (memory_root / mirrored.id).symlink_to(outside, target_is_directory=True)
+    before = {path.name: path.read_bytes() for path in outside.iterdir()}
+    returncode, _, err = run_mirror_command("--rebuild")
+    assert returncode == 1
+    assert "alpha" in err and "\n" not in err.strip()
+    assert {path.name: path.read_bytes() for path in outside.iterdir()} == before
+
+
+def test_the_check_command_reports_a_project_directory_that_is_a_file_as_drift(
+    alpha, memory_root
+):
+    memory_root.mkdir(parents=True)
+    (memory_root / alpha.id).write_bytes(b"not a directory")
+    returncode, out, _ = run_mirror_command("--check")
+    assert (returncode, json.loads(out)["drifted"]) == (1, ["alpha"])
+
+
+# --- a failed mirror write never fails or doubles the append --------------------------
+
+
+def test_a_failed_mirror_write_after_commit_keeps_the_entry_and_catches_up_later(
+    live_db, make_project, memory_root
+):
+    target = make_project("fragile")
+    memory_root.mkdir(parents=True)
+    blocker = memory_root / "fragile"
+    blocker.write_bytes(b"a regular file where the mirror directory belongs\n")
+    with pytest.raises(OSError):
+        mirror.sync(target.project)
+
+    result = services.memory_entry_create(
+        project=target.project, author="ana", category="decision", content="survives"
+    )
+
+    assert not result.replayed
+    seqs = MemoryEntry.objects.filter(project=target.project).values_list("seq", flat=True)
+    assert list(seqs) == [1]
+    assert blocker.read_bytes() == b"a regular file where the mirror directory belongs\n"
+    blocker.unlink()
+    mirror.sync(target.project)
+    assert_mirror_exact(target.project)
+
+
+def test_after_a_failed_write_the_next_append_catches_up_without_a_duplicate(alpha, append):
+    append(alpha.project, "one")
+    path = mirror.mirror_path(alpha.id)
+    inode = path.stat().st_ino
+    lock = path.parent / mirror.LOCK_NAME
+    lock.unlink()
+    lock.symlink_to(path.parent / "elsewhere")  # opening the lock now fails (O_NOFOLLOW)
+
+    append(alpha.project, "two, committed while the mirror cannot be written")
+    assert MemoryEntry.objects.filter(project=alpha.project).count() == 2
+    assert b"two, committed" not in path.read_bytes()
+
+    lock.unlink()
+    append(alpha.project, "three")
+    assert path.stat().st_ino == inode  # caught up by appending, not rebuilt
+    assert_mirror_exact(alpha.project)
+
+
+def test_a_failed_write_does_not_fail_the_append_over_the_api(
+    live_db, make_project, client_for, memory_root
+):
+    # live_db: the request's commit runs the mirror write inside the request.
+    target = make_project("fragile")
+    memory_root.mkdir(parents=True)
+    (memory_root / target.id).write_bytes(b"not a directory")
+    response = client_for(target.token).post(
+        f"/v1/projects/{target.id}/memory", {"category": "note", "content": "x"}, format="json"
+    )
+    assert response.status_code == 201
+    assert MemoryEntry.objects.filter(project=target.project).count() == 1
+
+
+# --- follower mode --------------------------------------------------------------------
+
+
+def test_in_follower_mode_an_append_does_not_touch_the_disk(alpha, append, settings, memory_root):
+    settings.MIRROR_WRITER = "follower"
+    append(alpha.project, "follower mode")
+    assert MemoryEntry.objects.filter(project=alpha.project).count() == 1
+    assert not memory_root.exists()
+
+
+def test_follow_once_brings_every_mirror_current(
+    alpha, beta, append, settings, memory_root, restore_signals
+):
+    settings.MIRROR_WRITER = "follower"
+    for index in range(3):
+        append(alpha.project, f"alpha {index}")
+    append(beta.project, "beta")
+    out = StringIO()
+    call_command("memory", "mirror", "--follow", "--once", stdout=out)
+    assert_mirror_exact(alpha.project)
+    assert_mirror_exact(beta.project)
+
+
+def test_follow_once_catches_up_a_mirror_that_fell_behind(alpha, append, settings, restore_signals):
+    append(alpha.project, "inline")
+    inode = mirror.mirror_path(alpha.id).stat().st_ino
+    settings.MIRROR_WRITER = "follower"
+    append(alpha.project, "followed")
+    call_command("memory", "mirror", "--follow", "--once", stdout=StringIO())
+    assert mirror.mirror_path(alpha.id).stat().st_ino == inode
+    assert_mirror_exact(alpha.project)
+
+
+# --- crashes: a child process SIGKILLed at each failpoint ---------------------------------
+
+
+def subprocess_database_url() -> str:
+    """A DATABASE_URL naming the database this test runs against."""
+    database = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return "sqlite:///" + str(Path(database["NAME"]).resolve())
+    credentials = quote(database["USER"] or "", safe="")
+    if database.get("PASSWORD"):
+        credentials += ":" + quote(database["PASSWORD"], safe="")
+    host = database["HOST"] or "127.0.0.1"
+    port = database["PORT"] or "5432"
+    return f"postgres://{credentials}@{host}:{port}/{quote(database['NAME'], safe='')}"
+
+
+def manage(
+    memory_root: Path, *args: str, failpoint: str | None = None
+) -> subprocess.CompletedProcess:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GEDWEB_", "DJANGO_", "DATABASE_URL"))
+    }
+    env.update(
+        DATABASE_URL=subprocess_database_url(),
+        GEDWEB_MEMORY_ROOT=str(memory_root),
+        GEDWEB_DEMO_PROJECT="false",
+    )
+    if failpoint is not None:
+        env["GEDWEB_FAILPOINT"] = failpoint
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=django_settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def cli_add(memory_root: Path, project_id: str, content: str, failpoint: str | None = None):
+    return manage(
+        memory_root,
+        "memory", "add", "--project", project_id, "--category", "decision", "--content", content,
+        failpoint=failpoint,
+    )
+
+
+def entries_with_content(project, content: str) -> int:
+    return MemoryEntry.objects.filter(project=project, content=content).count()
+
+
+def test_a_kill_right_after_commit_keeps_the_entry_and_the_next_add_catches_up(
+    live_db, make_project, memory_root
+):
+    target = make_project("crash")
+    services.memory_entry_create(
+        project=target.project, author="ana", category="n", content="before"
+    )
+    old = file_bytes(target.project)
+
+    killed = cli_add(memory_root, "crash", "killed after commit", failpoint="mirror.after_commit")
+
+    assert killed.returncode == -signal.SIGKILL
+    assert entries_with_content(target.project, "killed after commit") == 1
+    assert file_bytes(target.project) == old
+    recovered = cli_add(memory_root, "crash", "next add")
+    assert recovered.returncode == 0, recovered.stderr
+    assert MemoryEntry.objects.filter(project=target.project).count() == 3
+    assert_mirror_exact(target.project)
+
+
+def test_a_kill_in_the_middle_of_an_append_is_repaired_by_the_next_sync(
+    live_db, make_project, memory_root
+):
+    target = make_project("crash")
+    services.memory_entry_create(
+        project=target.project, author="ana", category="n", content="before"
+    )
+    old = file_bytes(target.project)
+
+    killed = cli_add(memory_root, "crash", "torn " * 50, failpoint="mirror.append.torn")
+
+    assert killed.returncode == -signal.SIGKILL
+    assert entries_with_content(target.project, "torn " * 50) == 1
+    torn = file_bytes(target.project)
+    assert torn.startswith(old) and len(old) < len(torn)
+    assert not mirror.check(target.project)
+    assert mirror.sync(target.project).rebuilt
+    assert MemoryEntry.objects.filter(project=target.project).count() == 2
+    assert_mirror_exact(target.project)
+
+
+def test_a_kill_before_the_rebuild_rename_leaves_the_old_file_whole(
+    live_db, make_project, memory_root
+):
+    target = make_project("crash")
+    services.memory_entry_create(
+        project=target.project, author="ana", category="n", content="before"
+    )
+    _append_junk(mirror.mirror_path("crash"))  # forces the next write to rebuild
+    old = file_bytes(target.project)
+
+    killed = cli_add(
+        memory_root, "crash", "killed mid-rebuild", failpoint="mirror.rebuild.before_rename"
+    )
+
+    assert killed.returncode == -signal.SIGKILL
+    assert entries_with_content(target.project, "killed mid-rebuild") == 1
+    assert file_bytes(target.project) == old  # the complete old version, never a partial one
+    rebuilt = manage(memory_root, "memory", "mirror", "--rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert MemoryEntry.objects.filter(project=target.project).count() == 2
+    assert_mirror_exact(target.project)
+
+
+def test_a_kill_during_the_first_rebuild_leaves_no_mirror_and_the_next_append_builds_it(
+    live_db, make_project, memory_root
+):
+    target = make_project("crash")
+    killed = cli_add(memory_root, "crash", "first entry", failpoint="mirror.rebuild.before_rename")
+    assert killed.returncode == -signal.SIGKILL
+    assert entries_with_content(target.project, "first entry") == 1
+    assert not mirror.mirror_path("crash").exists()
+    services.memory_entry_create(
+        project=target.project, author="ana", category="n", content="second entry"
+    )
+    assert_mirror_exact(target.project)
+
+
+def test_the_check_command_as_a_process_exits_1_naming_the_project_without_a_traceback(
+    live_db, make_project, memory_root
+):
+    target = make_project("crash")
+    services.memory_entry_create(project=target.project, author="ana", category="n", content="x")
+    _truncate_mid_block(mirror.mirror_path("crash"))
+    drifted = manage(memory_root, "memory", "mirror", "--check")
+    assert drifted.returncode == 1
+    assert json.loads(drifted.stdout)["drifted"] == ["crash"]
+    assert "crash" in drifted.stderr and "Traceback" not in drifted.stderr

@@ -1,0 +1,244 @@
+"""Settings from the environment (contract §1): refusals at start, defaults, the demo project.
+
+Each start runs in a fresh interpreter with a controlled environment,
+because settings are read once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+from memory import services
+from memory.models import Project, ProjectToken, hash_token
+from tests.conftest import bearer_client
+
+SETUP = (
+    "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='gedweb.settings'; django.setup()"
+)
+# Reading settings needs no app loading; that keeps these starts cheap.
+SHOW = (
+    "import hashlib, json, os; os.environ['DJANGO_SETTINGS_MODULE']='gedweb.settings';"
+    " from django.conf import settings as s; print(json.dumps({"
+    "'DEBUG': s.DEBUG, 'DEMO_PROJECT': s.DEMO_PROJECT, 'MIRROR_WRITER': s.MIRROR_WRITER,"
+    " 'PRODUCTION': s.PRODUCTION, 'ADMIN_TOKEN': s.ADMIN_TOKEN,"
+    " 'SECRET_KEY': hashlib.sha256(s.SECRET_KEY.encode()).hexdigest(),"
+    " 'SECRET_KEY_LENGTH': len(s.SECRET_KEY)}))"
+)
+
+
+def start(
+    tmp_path: Path, code: str = SETUP, args: list[str] | None = None, **variables: str | None
+) -> subprocess.CompletedProcess:
+    """Run Python with only the given GedWeb/Django variables set (None leaves one out)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path}/db/gedweb.sqlite3",
+        "GEDWEB_MEMORY_ROOT": str(tmp_path / "bridge-memory"),
+    }
+    env.update({name: value for name, value in variables.items() if value is not None})
+    for name in [name for name, value in variables.items() if value is None]:
+        env.pop(name, None)
+    command = [sys.executable, *(args if args is not None else ["-c", code])]
+    return subprocess.run(
+        command,
+        cwd=django_settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def production(**overrides: str | None) -> dict[str, str | None]:
+    values: dict[str, str | None] = {
+        "GEDWEB_PRODUCTION": "true",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+        "GEDWEB_ADMIN_TOKEN": secrets.token_urlsafe(32),
+        "GEDWEB_MEMORY_WRITE_TOKEN": secrets.token_urlsafe(32),
+        "DJANGO_ALLOWED_HOSTS": "gedweb.example.org",
+    }
+    values.update(overrides)
+    return values
+
+
+def assert_refused(completed: subprocess.CompletedProcess, *words: str) -> None:
+    assert completed.returncode != 0
+    assert "ImproperlyConfigured" in completed.stderr
+    last_line = completed.stderr.strip().splitlines()[-1]
+    for word in words:
+        assert word in last_line
+
+
+# --- production refusals ------------------------------------------------------------
+
+
+def test_a_valid_production_environment_starts(tmp_path):
+    completed = start(tmp_path, SHOW, **production())
+    assert completed.returncode == 0, completed.stderr
+    shown = json.loads(completed.stdout)
+    assert (shown["PRODUCTION"], shown["DEBUG"], shown["DEMO_PROJECT"]) == (True, False, False)
+
+
+@pytest.mark.parametrize(
+    "missing", ["DJANGO_SECRET_KEY", "GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN"]
+)
+def test_production_refuses_to_start_without_a_required_secret(tmp_path, missing):
+    assert_refused(start(tmp_path, **production(**{missing: None})), missing)
+
+
+def test_production_treats_an_empty_secret_as_missing(tmp_path):
+    assert_refused(start(tmp_path, **production(GEDWEB_ADMIN_TOKEN="")), "GEDWEB_ADMIN_TOKEN")
+
+
+@pytest.mark.parametrize("name", ["GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN"])
+def test_production_refuses_a_token_shorter_than_32_characters(tmp_path, name):
+    short = secrets.token_hex(16)[:31]
+    completed = start(tmp_path, **production(**{name: short}))
+    assert_refused(completed, name, "32")
+    assert short not in completed.stderr  # the secret itself is never echoed
+
+
+@pytest.mark.parametrize("name", ["GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN"])
+def test_production_accepts_a_token_of_exactly_32_characters(tmp_path, name):
+    completed = start(tmp_path, SHOW, **production(**{name: secrets.token_hex(16)}))
+    assert completed.returncode == 0, completed.stderr
+
+
+def test_production_refuses_equal_tokens(tmp_path):
+    shared = secrets.token_urlsafe(40)
+    completed = start(
+        tmp_path, **production(GEDWEB_ADMIN_TOKEN=shared, GEDWEB_MEMORY_WRITE_TOKEN=shared)
+    )
+    assert_refused(completed, "GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN", "differ")
+    assert shared not in completed.stderr
+
+
+def test_production_refuses_the_demo_project(tmp_path):
+    assert_refused(
+        start(tmp_path, **production(GEDWEB_DEMO_PROJECT="true")), "GEDWEB_DEMO_PROJECT"
+    )
+
+
+def test_a_valid_production_environment_passes_check_deploy_without_warnings(tmp_path):
+    completed = start(
+        tmp_path, args=["manage.py", "check", "--deploy", "--fail-level", "WARNING"], **production()
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "no issues" in completed.stdout
+    assert "WARNING" not in completed.stdout + completed.stderr
+
+
+# --- malformed values fail loudly -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("GEDWEB_PRODUCTION", "maybe"),
+        ("GEDWEB_DEMO_PROJECT", "perhaps"),
+        ("GEDWEB_MIRROR_WRITER", "sideways"),
+    ],
+)
+def test_a_malformed_value_stops_the_start_naming_the_variable(tmp_path, name, value):
+    assert_refused(start(tmp_path, **{name: value}), name, value)
+
+
+@pytest.mark.parametrize("url", ["not a url", "nonsense://somewhere/db"])
+def test_a_malformed_database_url_stops_the_start(tmp_path, url):
+    completed = start(tmp_path, DATABASE_URL=url)
+    assert completed.returncode != 0
+    assert "ImproperlyConfigured" in completed.stderr
+
+
+def test_a_database_url_without_a_scheme_is_named_in_the_error(tmp_path):
+    assert_refused(start(tmp_path, DATABASE_URL="not a url"), "DATABASE_URL")
+
+
+@pytest.mark.parametrize(("value", "expected"), [("yes", True), ("OFF", False)])
+def test_boolean_variables_accept_the_usual_spellings(tmp_path, value, expected):
+    completed = start(tmp_path, SHOW, GEDWEB_DEMO_PROJECT=value)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["DEMO_PROJECT"] is expected
+
+
+# --- development defaults ---------------------------------------------------------------
+
+
+def test_development_defaults_have_debug_and_the_demo_project(tmp_path):
+    completed = start(tmp_path, SHOW)
+    assert completed.returncode == 0, completed.stderr
+    shown = json.loads(completed.stdout)
+    assert shown["PRODUCTION"] is False
+    assert shown["DEBUG"] is True
+    assert shown["DEMO_PROJECT"] is True
+    assert shown["MIRROR_WRITER"] == "inline"
+    assert shown["ADMIN_TOKEN"] is None
+
+
+def test_development_makes_a_fresh_secret_key_per_start(tmp_path):
+    first = json.loads(start(tmp_path, SHOW).stdout)
+    second = json.loads(start(tmp_path, SHOW).stdout)
+    assert first["SECRET_KEY"] != second["SECRET_KEY"]
+    assert first["SECRET_KEY_LENGTH"] >= 50
+
+
+def test_follower_is_an_accepted_mirror_writer(tmp_path):
+    completed = start(tmp_path, SHOW, GEDWEB_MIRROR_WRITER="follower")
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["MIRROR_WRITER"] == "follower"
+
+
+# --- the demo project ---------------------------------------------------------------------
+
+
+def test_demo_project_ensure_creates_the_demo_project_with_its_token(db):
+    services.demo_project_ensure()
+    assert Project.objects.filter(pk="demo").count() == 1
+    response = bearer_client("demo-local-token").get("/v1/projects/demo")
+    assert response.status_code == 200
+    assert response.json()["id"] == "demo"
+
+
+def test_demo_project_ensure_is_idempotent(db):
+    services.demo_project_ensure()
+    services.demo_project_ensure()
+    assert list(Project.objects.values_list("id", flat=True)) == ["demo"]
+    tokens = ProjectToken.objects.filter(token_hash=hash_token("demo-local-token"))
+    assert [(t.project_id, t.name, t.is_active) for t in tokens] == [("demo", "demo", True)]
+    assert ProjectToken.objects.count() == 1
+    assert bearer_client("demo-local-token").get("/v1/projects/demo").status_code == 200
+
+
+def test_the_demo_token_writes_as_author_demo(db):
+    services.demo_project_ensure()
+    response = bearer_client("demo-local-token").post(
+        "/v1/projects/demo/memory", {"category": "note", "content": "hello"}, format="json"
+    )
+    assert response.status_code == 201
+    assert response.json()["author"] == "demo"
+
+
+def test_demo_project_ensure_keeps_a_revoked_demo_token_revoked(db):
+    services.demo_project_ensure()
+    services.project_token_revoke(project=Project.objects.get(pk="demo"), name="demo")
+    services.demo_project_ensure()
+    assert Project.objects.filter(pk="demo").count() == 1
+    assert bearer_client("demo-local-token").get("/v1/projects/demo").status_code == 401
+
+
+def test_demo_project_ensure_does_not_fail_when_another_project_holds_the_demo_token(db):
+    services.project_create(project_id="other", name="Other", token="demo-local-token")
+    services.demo_project_ensure()
+    assert Project.objects.filter(pk="demo").exists()
+    response = bearer_client("demo-local-token").get("/v1/projects/other")
+    assert response.status_code == 200
