@@ -116,7 +116,10 @@ def latest_revision(work: WorkItem) -> GovernanceRevision:
 def governance_document(work: WorkItem) -> dict[str, Any]:
     revision = latest_revision(work)
     document = _document(revision, _evidence_list(work, revision.evidence_count))
-    gov.validate_state(document, work.work_id)  # fail closed on a corrupt record
+    try:
+        gov.validate_state(document, work.work_id)  # fail closed on a corrupt record
+    except gov.GovernanceError as exc:
+        raise InvalidGovernanceState(f"stored governance is invalid: {exc.message}") from None
     return document
 
 
@@ -180,9 +183,8 @@ def governance_write(
                 following = change(current, _now())
             except gov.GovernanceError as exc:
                 raise domain_error(exc) from None
-            if any(
-                following["evidence"][i] != record for i, record in enumerate(current["evidence"])
-            ):
+            earlier = current["evidence"]
+            if following["evidence"][: len(earlier)] != earlier:
                 raise InvalidGovernanceState("evidence is append-only")
             _store_revision(work, len(current["evidence"]), following, operation, author)
     except IntegrityError:
@@ -252,6 +254,7 @@ def mutation_begin(*, work: WorkItem, expected_revision: int, request_id: str,
             "target": target,
             "startedAt": gov.format_time(now),
         }
+        _check_plan_binding(work, state, action)
         return gov.begin_mutation(state, pending, now, action)
 
     return governance_write(work=work, expected_revision=expected_revision,
@@ -291,6 +294,7 @@ def commit_begin(*, work: WorkItem, expected_revision: int, fields: dict[str, An
             "verifiedSnapshotDigest": fields["verifiedSnapshotDigest"],
             "startedAt": gov.format_time(now),
         }
+        _check_plan_binding(work, state, "commit")
         return gov.begin_commit(state, pending, now)
 
     return governance_write(work=work, expected_revision=expected_revision,
@@ -318,13 +322,19 @@ def commit_clear(*, work: WorkItem, expected_revision: int, commit_id: str,
 
 def lifecycle_transition(*, work: WorkItem, expected_revision: int, action: str, reason: str,
                          expected_lifecycle: str, author: str) -> dict[str, Any]:
-    return governance_write(
-        work=work, expected_revision=expected_revision, operation=f"lifecycle:{action}",
-        author=author,
-        change=lambda state, now: gov.transition(
+    def change(state: dict[str, Any], now: datetime) -> dict[str, Any]:
+        following = gov.transition(
             state, action=action, reason=reason, expected_lifecycle=expected_lifecycle,
             transition_id=f"lifecycle-{uuid.uuid4()}", now=now,
-        ),
+        )
+        if action == "complete":
+            # Completing applies the commit rules, the accepted plan's bytes included.
+            _check_plan_binding(work, state, "commit")
+        return following
+
+    return governance_write(
+        work=work, expected_revision=expected_revision, operation=f"lifecycle:{action}",
+        author=author, change=change,
     )
 
 
@@ -350,6 +360,12 @@ def guard_check(*, work: WorkItem, action: str) -> str | None:
     return gov.guard(state, action) or gov.plan_binding_reason(
         state, action, plan_fingerprint(work)
     )
+
+
+def _check_plan_binding(work: WorkItem, state: dict[str, Any], action: str) -> None:
+    reason = gov.plan_binding_reason(state, action, plan_fingerprint(work))
+    if reason:
+        raise gov.GovernanceError(gov.GOVERNANCE_BLOCKED, reason)
 
 
 def _require_guard(work: WorkItem, action: str) -> None:
@@ -508,10 +524,9 @@ def session_key(session_id: str) -> str:
 
 def active_work_select(*, project: Project, session_id: str, work: WorkItem, operation: str,
                        request_id: str) -> ActiveWork:
-    """Point a session at a work item; continuing needs the metadata guard to pass."""
+    """Point a session at a work item; the metadata guard must allow it (open or continue)."""
     with transaction.atomic():
-        if operation == ActiveWork.Operation.CONTINUE:
-            _require_guard(work, "metadata-mutation")
+        _require_guard(work, "metadata-mutation")
         pointer, _ = ActiveWork.objects.update_or_create(
             project=project,
             session_key=session_key(session_id),

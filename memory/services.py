@@ -13,6 +13,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -56,6 +57,10 @@ def generate_project_token() -> str:
 
 
 def _token_create(*, project: Project, name: str, raw: str) -> ProjectToken:
+    if raw in (settings.ADMIN_TOKEN, settings.MEMORY_WRITE_TOKEN):
+        # The admin token is checked first, so a project token equal to it
+        # would act as admin.
+        raise ValidationError({"token": ["must differ from the server's admin and memory tokens"]})
     if ProjectToken.objects.filter(token_hash=hash_token(raw)).exists():
         raise Conflict("that token is already in use; choose another")
     if ProjectToken.objects.active().filter(project=project, name=name).exists():

@@ -277,3 +277,14 @@ def test_it_refuses_bulk_changes_to_projects(alpha, admin_client, method):
     assert response.status_code == 405
     assert response.json()["code"] == "method_not_allowed"
     assert project_ids() == ["alpha"]
+
+
+def test_it_refuses_the_admin_token_as_a_project_token(admin_client):
+    from tests.conftest import ADMIN_TOKEN
+
+    response = admin_client.post(
+        "/v1/projects", {"id": "sneaky", "name": "Sneaky", "token": ADMIN_TOKEN}, format="json"
+    )
+    assert response.status_code == 400
+    assert "token" in response.json()["fields"]
+    assert not Project.objects.filter(pk="sneaky").exists()
