@@ -132,7 +132,15 @@ def _mirrored_seq(project: Project, path: Path) -> int | None:
         os.close(fd)
 
 
+def _remove_stale_temp_files(directory: Path) -> None:
+    # Only a rebuild writes temp files, and it holds the lock: any temp file
+    # seen here was left by a writer that died before its rename.
+    for leftover in directory.glob(f"{TMP_PREFIX}*"):
+        leftover.unlink(missing_ok=True)
+
+
 def _rebuild(project: Project, directory: Path) -> None:
+    _remove_stale_temp_files(directory)
     tmp = directory / f"{TMP_PREFIX}{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:

@@ -379,3 +379,19 @@ def test_a_real_verify_of_a_tampered_chain_exits_1(live_db, make_project, memory
     assert completed.returncode == 1
     assert "seq 2" in completed.stderr
     assert "Traceback" not in completed.stderr
+
+
+def test_a_missing_option_is_one_line_on_stderr(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "memory", "add", "--project", "demo"],
+        capture_output=True, text=True, timeout=60,
+        env={**__import__("os").environ, "GEDWEB_DEMO_PROJECT": "false",
+             "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3"},
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "--category" in result.stderr
+    assert "usage:" not in result.stderr

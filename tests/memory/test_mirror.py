@@ -616,3 +616,19 @@ def test_the_check_command_as_a_process_exits_1_naming_the_project_without_a_tra
     assert drifted.returncode == 1
     assert json.loads(drifted.stdout)["drifted"] == ["crash"]
     assert "crash" in drifted.stderr and "Traceback" not in drifted.stderr
+
+
+def test_a_rebuild_removes_temp_files_left_by_a_killed_writer(alpha, memory_root):
+    from memory import mirror as disk_mirror
+    from memory import services as memory_services
+
+    memory_services.memory_entry_create(
+        project=alpha.project, author="t", category="note", content="one"
+    )
+    directory = memory_root / alpha.id
+    directory.mkdir(parents=True, exist_ok=True)
+    stale = directory / f"{disk_mirror.TMP_PREFIX}99999"
+    stale.write_text("half a mirror")
+    disk_mirror.rebuild(alpha.project)
+    assert not stale.exists()
+    assert disk_mirror.check(alpha.project)

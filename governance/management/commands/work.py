@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from gedweb.lib import governance as gov
 from governance import services
 from governance.models import WorkItem
-from memory.management.commands._common import get_project, run_service, to_json
+from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
 from memory.services import CLI_AUTHOR
 
 
-class Command(BaseCommand):
+class Command(GedWebCommand):
     help = "List work items, show their governance, ask the guard, move their lifecycle."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        actions = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
+        actions = self.add_actions(parser, "command")
         listing = actions.add_parser("list", help="work items of a project")
         listing.add_argument("--project", required=True)
         show = actions.add_parser("show", help="META and the current governance document")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gedweb.exceptions import DomainError
 from memory.models import Project
@@ -42,3 +42,25 @@ def run_service(call: Callable[[], T]) -> T:
         return call()
     except (ValidationError, DomainError) as exc:
         raise CommandError(one_line(exc)) from None
+
+
+class OneLineErrorParser(CommandParser):
+    """Argument errors as one line on stderr (exit 2), without the usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        if self.called_from_command_line:
+            self.exit(2, f"{self.prog}: error: {message}\n")
+        super().error(message)
+
+
+class GedWebCommand(BaseCommand):
+    """Base for GedWeb's commands: subcommands and one-line argument errors."""
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.__class__ = OneLineErrorParser
+        return parser
+
+    def add_actions(self, parser: CommandParser, dest: str) -> Any:
+        # CommandParser passes called_from_command_line on to subparsers.
+        return parser.add_subparsers(dest=dest, required=True, parser_class=OneLineErrorParser)

@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from memory import mirror, services
-from memory.management.commands._common import get_project, run_service, to_json
+from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
 from memory.models import MemoryEntry, Project
 
 
-class Command(BaseCommand):
+class Command(GedWebCommand):
     help = "Append, list and verify project memory; check, rebuild or follow the mirrors."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        actions = parser.add_subparsers(dest="action", required=True, parser_class=CommandParser)
+        actions = self.add_actions(parser, "action")
 
         add = actions.add_parser("add", help="append an entry (author 'cli')")
         add.add_argument("--project", required=True)

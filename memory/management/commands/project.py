@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from memory import services
-from memory.management.commands._common import get_project, run_service, to_json
+from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
 from memory.models import Project, ProjectToken
 
 
-class Command(BaseCommand):
+class Command(GedWebCommand):
     help = "Create projects, issue and revoke their tokens, list projects."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        actions = parser.add_subparsers(dest="action", required=True, parser_class=CommandParser)
+        actions = self.add_actions(parser, "action")
         create = actions.add_parser("create", help="create a project and print its token once")
         create.add_argument("id")
         create.add_argument("--name", required=True)
