@@ -186,6 +186,9 @@ if not PRODUCTION:
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
     }
     WHITENOISE_USE_FINDERS = True
+    # Scan the static files once at start, never per request (WhiteNoise's
+    # DEBUG default rescans them on every request, API calls included).
+    WHITENOISE_AUTOREFRESH = False
 
 # The API enforces its own 1 MiB limit in its JSON parser (413); this covers
 # form posts to the admin and pages.
