@@ -867,3 +867,65 @@ def transition(state: Mapping[str, Any], *, action: str, reason: str, expected_l
     )
     following["lifecycle"] = target
     return _finish(following)
+
+
+# --- the STATE.md projection (§2.9) ---------------------------------------------------------
+
+
+def render_state_md(state: Mapping[str, Any]) -> str:
+    """GedPi's deterministic STATE.md, rendered on request from the authoritative document.
+
+    It is a view for humans, never parsed as authority, and it names the
+    revision it was rendered from (GedPi gap G-15).
+    """
+    lifecycle = state["lifecycle"]
+    transitions = state.get("lifecycleTransitions", [])
+    if lifecycle == "active":
+        phase, next_step = "Build", "Follow the authoritative governance decision and current slice."
+    elif lifecycle == "paused":
+        phase = "Paused"
+        next_step = f"Resume exact work ID {state['workId']} with ged_lifecycle before continuing."
+    else:
+        phase = "Closed"
+        next_step = "No further lifecycle transition or repository mutation is authorized."
+    if lifecycle in ("active", "paused"):
+        active_task = " ".join((state["currentSlice"] or state["summary"]).split())
+    else:
+        active_task = "None"
+    if transitions:
+        status = f"{lifecycle} — {transitions[-1]['reason']}"
+    else:
+        status = f"{state['decision']['mode']} — {state['decision']['reason']}"
+    if lifecycle != "active":
+        blockers = f"Lifecycle is {lifecycle}"
+    elif state["decision"]["requiresDecision"]:
+        blockers = "A user-owned decision is required"
+    elif state.get("pendingMutations"):
+        blockers = "A mutation is pending durable completion evidence"
+    elif state.get("pendingCommits"):
+        blockers = "A commit is pending durable reconciliation"
+    else:
+        blockers = "None"
+    baseline = state.get("contentBaseline")
+    return (
+        "# State\n"
+        "\n"
+        f"Current Phase: {phase}\n"
+        f"Active Task: {active_task}\n"
+        f"Status Summary: {status}\n"
+        f"Blockers: {blockers}\n"
+        f"Next Step: {next_step}\n"
+        "\n"
+        "## Governance\n"
+        "\n"
+        f"- Work ID: {state['workId']}\n"
+        f"- Revision: {state['revision']}\n"
+        f"- Lifecycle: {lifecycle}\n"
+        f"- Execution profile: {state['executionProfile']}\n"
+        f"- Evidence records: {len(state['evidence'])}\n"
+        f"- Approval records: {len(state['approvals'])}\n"
+        f"- Pending mutations: {len(state.get('pendingMutations', []))}\n"
+        f"- Pending commits: {len(state.get('pendingCommits', []))}\n"
+        f"- Lifecycle transitions: {len(transitions)}\n"
+        f"- Content baseline: {baseline['digest'] if baseline else 'legacy-unbound'}\n"
+    )

@@ -19,6 +19,7 @@ urlpatterns = [
         name="task-artifact",
     ),
     path(GOV, views.GovernanceView.as_view(), name="governance"),
+    path(f"{GOV}/state.md", views.StateProjectionView.as_view(), name="state-md"),
     path(f"{GOV}/revisions", views.RevisionListView.as_view(), name="revision-list"),
     path(f"{GOV}/revisions/<int:number>", views.RevisionDetailView.as_view(),
          name="revision-detail"),

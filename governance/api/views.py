@@ -7,12 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from django.http import Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gedweb.lib.governance import format_time
+from gedweb.lib.governance import format_time, render_state_md
 from governance import services
 from governance.api import serializers as s
 from governance.models import ActiveWork, GovernanceRevision, TaskArtifact, WorkFile, WorkItem
@@ -214,6 +220,23 @@ class GovernanceView(WorkAPIView):
     )
     def get(self, request: Request, project_id: str, work_id: str) -> Response:
         return Response(services.governance_document(self.work))
+
+
+class StateProjectionView(WorkAPIView):
+    @extend_schema(
+        operation_id="governance_state_md",
+        responses={
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="STATE.md"),
+            **errors(401, 404),
+        },
+        summary="GedPi's STATE.md projection, rendered now from the current revision",
+    )
+    def get(self, request: Request, project_id: str, work_id: str) -> HttpResponse:
+        document = services.governance_document(self.work)
+        response = HttpResponse(render_state_md(document),
+                                content_type="text/markdown; charset=utf-8")
+        response["X-Governance-Revision"] = str(document["revision"])
+        return response
 
 
 class RevisionListView(WorkAPIView):
