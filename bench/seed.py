@@ -31,11 +31,11 @@ import django  # noqa: E402
 
 django.setup()
 
+import workload  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from gedweb.lib.chain import GENESIS_HASH, entry_hash  # noqa: E402
 from memory.models import MemoryEntry, Project  # noqa: E402
-import workload  # noqa: E402
 
 AUTHOR = "seed"
 CORRECT_EVERY = 250

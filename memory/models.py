@@ -119,7 +119,9 @@ class MemoryEntry(models.Model):
         verbose_name_plural = "memory entries"
         ordering = ["project_id", "seq"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "seq"], name="memory_memoryentry_unique_seq"),
+            models.UniqueConstraint(
+                fields=["project", "seq"], name="memory_memoryentry_unique_seq"
+            ),
             models.UniqueConstraint(
                 fields=["project", "idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),

@@ -9,9 +9,8 @@ import pytest
 
 from governance import services as governance_services
 from memory import services
-from memory.models import MemoryCandidate, MemoryEntry, Project, ProjectToken
+from memory.models import MemoryEntry, Project, ProjectToken
 from tests.conftest import bearer_client
-
 
 # The management form of the (read-only) token inline on the project page.
 TOKEN_INLINE = {"tokens-TOTAL_FORMS": "0", "tokens-INITIAL_FORMS": "0"}

@@ -96,8 +96,9 @@ class WorkListView(ProjectAPIView):
     def post(self, request: Request, project_id: str) -> Response:
         serializer = s.WorkOpenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        opened = services.work_open(project=self.project, author=self.author,
-                                    **serializer.validated_data)
+        opened = services.work_open(
+            project=self.project, author=self.author, **serializer.validated_data
+        )
         return Response(_work_body(opened.work, opened.governance), status=201)
 
 
@@ -160,9 +161,13 @@ class WorkFileView(WorkAPIView):
     def put(self, request: Request, project_id: str, work_id: str, name: str) -> Response:
         name = self._name(name)
         data = self._validated(s.FileWriteSerializer, request)
-        row = services.work_file_write(work=self.work, name=name, content=data["content"],
-                                       author=self.author,
-                                       expected_version=data.get("expected_version"))
+        row = services.work_file_write(
+            work=self.work,
+            name=name,
+            content=data["content"],
+            author=self.author,
+            expected_version=data.get("expected_version"),
+        )
         return Response(_file_body(row))
 
 
@@ -181,11 +186,13 @@ class TaskArtifactView(WorkAPIView):
         responses={200: s.FileSerializer, **errors(400, 401, 404)},
         summary="The newest version of a task artifact, or ?version=n",
     )
-    def get(self, request: Request, project_id: str, work_id: str, task_id: str,
-            name: str) -> Response:
+    def get(
+        self, request: Request, project_id: str, work_id: str, task_id: str, name: str
+    ) -> Response:
         query = _query(s.FileQuerySerializer, request)
-        rows = TaskArtifact.objects.filter(work=self.work, task_id=task_id,
-                                           name=self._target(task_id, name))
+        rows = TaskArtifact.objects.filter(
+            work=self.work, task_id=task_id, name=self._target(task_id, name)
+        )
         if "version" in query:
             rows = rows.filter(version=query["version"])
         row = rows.order_by("-version").first()
@@ -199,13 +206,19 @@ class TaskArtifactView(WorkAPIView):
         responses={200: s.FileSerializer, **errors(*GOVERNANCE_WRITE_ERRORS)},
         summary="Write a new version of BRIEF.md, HISTORY.json or RECOVERY.md",
     )
-    def put(self, request: Request, project_id: str, work_id: str, task_id: str,
-            name: str) -> Response:
+    def put(
+        self, request: Request, project_id: str, work_id: str, task_id: str, name: str
+    ) -> Response:
         name = self._target(task_id, name)
         data = self._validated(s.FileWriteSerializer, request)
-        row = services.task_artifact_write(work=self.work, task_id=task_id, name=name,
-                                           content=data["content"], author=self.author,
-                                           expected_version=data.get("expected_version"))
+        row = services.task_artifact_write(
+            work=self.work,
+            task_id=task_id,
+            name=name,
+            content=data["content"],
+            author=self.author,
+            expected_version=data.get("expected_version"),
+        )
         return Response(_file_body(row))
 
 
@@ -233,8 +246,9 @@ class StateProjectionView(WorkAPIView):
     )
     def get(self, request: Request, project_id: str, work_id: str) -> HttpResponse:
         document = services.governance_document(self.work)
-        response = HttpResponse(render_state_md(document),
-                                content_type="text/markdown; charset=utf-8")
+        response = HttpResponse(
+            render_state_md(document), content_type="text/markdown; charset=utf-8"
+        )
         response["X-Governance-Revision"] = str(document["revision"])
         return response
 
@@ -316,23 +330,28 @@ def governance_write(operation_id: str, summary: str) -> Callable[[type], type]:
 class EvidenceView(GovernanceWriteView):
     serializer_class = s.EvidenceAppendSerializer
 
-
     def apply(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return services.evidence_append(
-            work=self.work, expected_revision=data["expected_revision"],
-            evidence=data["evidence"], policy=data["policy"], author=self.author,
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            evidence=data["evidence"],
+            policy=data["policy"],
+            author=self.author,
         )
 
 
-@governance_write("governance_update", "Compare-and-swap of currentSlice, decision, executionProfile, approvals")
+@governance_write(
+    "governance_update", "Compare-and-swap of currentSlice, decision, executionProfile, approvals"
+)
 class UpdateView(GovernanceWriteView):
     serializer_class = s.UpdateSerializer
 
-
     def apply(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return services.governance_update(
-            work=self.work, expected_revision=data["expected_revision"],
-            changes=data["changes"], author=self.author,
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            changes=data["changes"],
+            author=self.author,
         )
 
 
@@ -340,25 +359,32 @@ class UpdateView(GovernanceWriteView):
 class MutationBeginView(GovernanceWriteView):
     serializer_class = s.MutationBeginSerializer
 
-
     def apply(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return services.mutation_begin(
-            work=self.work, expected_revision=data["expected_revision"],
-            request_id=data["request_id"], tool_call_id=data["tool_call_id"],
-            target=data["target"], action=data["action"], author=self.author,
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            request_id=data["request_id"],
+            tool_call_id=data["tool_call_id"],
+            target=data["target"],
+            action=data["action"],
+            author=self.author,
             mutation_id=data.get("id"),
         )
 
 
-@governance_write("governance_mutation_complete", "Complete a pending mutation with implementation evidence")
+@governance_write(
+    "governance_mutation_complete", "Complete a pending mutation with implementation evidence"
+)
 class MutationCompleteView(GovernanceWriteView):
     serializer_class = s.CompleteSerializer
 
-
     def apply(self, data: dict[str, Any], *, pending_id: str) -> dict[str, Any]:
         return services.mutation_complete(
-            work=self.work, expected_revision=data["expected_revision"],
-            mutation_id=pending_id, evidence=data["evidence"], author=self.author,
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            mutation_id=pending_id,
+            evidence=data["evidence"],
+            author=self.author,
         )
 
 
@@ -366,18 +392,18 @@ class MutationCompleteView(GovernanceWriteView):
 class MutationClearView(GovernanceWriteView):
     serializer_class = s.ExpectedRevisionSerializer
 
-
     def apply(self, data: dict[str, Any], *, pending_id: str) -> dict[str, Any]:
         return services.mutation_clear(
-            work=self.work, expected_revision=data["expected_revision"],
-            mutation_id=pending_id, author=self.author,
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            mutation_id=pending_id,
+            author=self.author,
         )
 
 
 @governance_write("governance_commit_begin", "Begin the one pending commit (guarded)")
 class CommitBeginView(GovernanceWriteView):
     serializer_class = s.CommitBeginSerializer
-
 
     def apply(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         fields = {
@@ -390,20 +416,27 @@ class CommitBeginView(GovernanceWriteView):
             "verifiedSnapshotDigest": data["verified_snapshot_digest"],
         }
         return services.commit_begin(
-            work=self.work, expected_revision=data["expected_revision"], fields=fields,
-            author=self.author, commit_id=data.get("id"),
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            fields=fields,
+            author=self.author,
+            commit_id=data.get("id"),
         )
 
 
-@governance_write("governance_commit_complete", "Complete the pending commit with matching milestone evidence")
+@governance_write(
+    "governance_commit_complete", "Complete the pending commit with matching milestone evidence"
+)
 class CommitCompleteView(GovernanceWriteView):
     serializer_class = s.CompleteSerializer
 
-
     def apply(self, data: dict[str, Any], *, pending_id: str) -> dict[str, Any]:
         return services.commit_complete(
-            work=self.work, expected_revision=data["expected_revision"],
-            commit_id=pending_id, evidence=data["evidence"], author=self.author,
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            commit_id=pending_id,
+            evidence=data["evidence"],
+            author=self.author,
         )
 
 
@@ -411,11 +444,12 @@ class CommitCompleteView(GovernanceWriteView):
 class CommitClearView(GovernanceWriteView):
     serializer_class = s.ExpectedRevisionSerializer
 
-
     def apply(self, data: dict[str, Any], *, pending_id: str) -> dict[str, Any]:
         return services.commit_clear(
-            work=self.work, expected_revision=data["expected_revision"],
-            commit_id=pending_id, author=self.author,
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            commit_id=pending_id,
+            author=self.author,
         )
 
 
@@ -423,11 +457,13 @@ class CommitClearView(GovernanceWriteView):
 class LifecycleView(GovernanceWriteView):
     serializer_class = s.LifecycleSerializer
 
-
     def apply(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return services.lifecycle_transition(
-            work=self.work, expected_revision=data["expected_revision"], action=data["action"],
-            reason=data["reason"], expected_lifecycle=data["expected_lifecycle"],
+            work=self.work,
+            expected_revision=data["expected_revision"],
+            action=data["action"],
+            reason=data["reason"],
+            expected_lifecycle=data["expected_lifecycle"],
             author=self.author,
         )
 
@@ -448,8 +484,9 @@ class GuardView(WorkAPIView):
 # --- active work ----------------------------------------------------------------------------------
 
 
-_SESSION_PARAM = OpenApiParameter("session_id", str, OpenApiParameter.PATH,
-                                  description="1-256 characters")
+_SESSION_PARAM = OpenApiParameter(
+    "session_id", str, OpenApiParameter.PATH, description="1-256 characters"
+)
 
 
 class ActiveWorkView(ProjectAPIView):
@@ -495,8 +532,11 @@ class ActiveWorkView(ProjectAPIView):
         if work is None:
             raise ValidationError({"work_id": ["no such work item in this project"]})
         pointer = services.active_work_select(
-            project=self.project, session_id=session_id, work=work,
-            operation=data["operation"], request_id=data["request_id"],
+            project=self.project,
+            session_id=session_id,
+            work=work,
+            operation=data["operation"],
+            request_id=data["request_id"],
         )
         return Response(pointer.as_dict())
 
@@ -507,8 +547,8 @@ class ActiveWorkView(ProjectAPIView):
         summary="Forget this session's selection",
     )
     def delete(self, request: Request, project_id: str, session_id: str) -> Response:
-        if not services.active_work_clear(project=self.project,
-                                          session_id=self._session(session_id)):
+        if not services.active_work_clear(
+            project=self.project, session_id=self._session(session_id)
+        ):
             raise Http404
         return Response(status=204)
-

@@ -109,7 +109,10 @@ class HealthView(APIView):
 class ProjectListView(APIView):
     permission_classes = [IsAdmin]
 
-    @extend_schema(operation_id="projects_list", responses={200: s.ProjectListSerializer, **errors(401, 403)})
+    @extend_schema(
+        operation_id="projects_list",
+        responses={200: s.ProjectListSerializer, **errors(401, 403)},
+    )
     def get(self, request: Request) -> Response:
         return Response({"items": [p.as_dict() for p in Project.objects.order_by("id")]})
 
@@ -133,7 +136,10 @@ class ProjectListView(APIView):
 
 
 class ProjectDetailView(ProjectAPIView):
-    @extend_schema(operation_id="projects_get", responses={200: s.ProjectSerializer, **errors(401, 404)})
+    @extend_schema(
+        operation_id="projects_get",
+        responses={200: s.ProjectSerializer, **errors(401, 404)},
+    )
     def get(self, request: Request, project_id: str) -> Response:
         return Response(self.project.as_dict())
 

@@ -44,7 +44,10 @@ def test_completed_work_projects_as_closed(api, alpha, planned_work):
     assert "Active Task: None\n" in text
     assert "Status Summary: completed — shipped\n" in text
     assert "Blockers: Lifecycle is completed\n" in text
-    assert "Next Step: No further lifecycle transition or repository mutation is authorized.\n" in text
+    assert (
+        "Next Step: No further lifecycle transition or repository mutation is authorized.\n"
+        in text
+    )
     assert "- Lifecycle transitions: 3\n" in text
     assert response["X-Governance-Revision"] == "5"
 
