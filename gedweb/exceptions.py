@@ -32,6 +32,12 @@ class Conflict(DomainError):
     status, code = 409, "conflict"
 
 
+class HashMismatch(DomainError):
+    """A decision named other bytes than the ones on record."""
+
+    status, code = 409, "hash_mismatch"
+
+
 class IdempotencyInFlight(DomainError):
     status, code = 409, "idempotency_in_flight"
 

@@ -8,3 +8,16 @@ class GovernanceConfig(AppConfig):
 
     name = "governance"
     verbose_name = "Governance"
+
+    def ready(self) -> None:
+        # memory cannot import governance (dependencies point one way), so
+        # memory.documents asks this hook whether a handoff's work id names
+        # a work item of the same project (GedPi Gap G-11).
+        from governance.models import WorkItem
+        from memory.documents import register_work_item_check
+
+        register_work_item_check(
+            lambda project, work_id: WorkItem.objects.filter(
+                project=project, work_id=work_id
+            ).exists()
+        )

@@ -9,12 +9,15 @@ updated or deleted: the ORM refuses, and migration triggers refuse raw SQL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q
+from django.utils import timezone
 
+from gedweb.exceptions import Conflict, HashMismatch
 from memory.models import Project
 from memory.querysets import AppendOnlyError
 
@@ -270,3 +273,262 @@ class ActiveWork(models.Model):
             "selectedAt": format_time(self.selected_at),
             "requestId": self.request_id,
         }
+
+
+# --- standards imports ---------------------------------------------------------------
+
+STANDARDS_PATHS = (
+    "AGENTS.md",
+    "AGENTS.override.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    ".github/copilot-instructions.md",
+    ".cursorrules",
+)
+
+
+class StandardsImportQuerySet(AppendOnlyQuerySet):
+    def for_project(self, project: Project) -> StandardsImportQuerySet:
+        return self.filter(project=project)
+
+    def with_status(self, status: str) -> StandardsImportQuerySet:
+        if status == StandardsImport.PENDING:
+            return self.filter(decision__isnull=True)
+        return self.filter(decision__status=status)
+
+
+class StandardsImport(AppendOnlyModel):
+    """The raw bytes of one repository-wide instruction file, offered for approval.
+
+    One row per (project, path, sha256 of the raw UTF-8 bytes); the decision
+    on it is a separate append-only StandardsDecision row, so a decision can
+    be taken once and never rewritten, and "pending" means "no decision row".
+    """
+
+    PENDING = "pending"
+
+    class Path(models.TextChoices):
+        AGENTS = "AGENTS.md"
+        AGENTS_OVERRIDE = "AGENTS.override.md"
+        CLAUDE = "CLAUDE.md"
+        GEMINI = "GEMINI.md"
+        COPILOT = ".github/copilot-instructions.md"
+        CURSOR = ".cursorrules"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, related_name="standards_imports"
+    )
+    path = models.CharField(max_length=64, choices=Path.choices)
+    sha256 = models.CharField(max_length=64)
+    content = models.TextField()
+    author = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+
+    objects = StandardsImportQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "path", "sha256"], name="governance_standardsimport_unique_bytes"
+            ),
+            models.CheckConstraint(
+                condition=Q(path__in=list(STANDARDS_PATHS)),
+                name="governance_standardsimport_path_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.path} {self.sha256[:12]}"
+
+    @property
+    def current_decision(self) -> StandardsDecision | None:
+        try:
+            return self.decision
+        except StandardsDecision.DoesNotExist:
+            return None
+
+    @property
+    def status(self) -> str:
+        decision = self.current_decision
+        return decision.status if decision is not None else self.PENDING
+
+    def accept(self, *, by: str, sha256: str) -> StandardsDecision:
+        return self._decide(StandardsDecision.Status.ACCEPTED, by=by, sha256=sha256)
+
+    def reject(self, *, by: str, sha256: str) -> StandardsDecision:
+        return self._decide(StandardsDecision.Status.REJECTED, by=by, sha256=sha256)
+
+    def _decide(self, status: str, *, by: str, sha256: str) -> StandardsDecision:
+        # The decision is bound to the bytes the decider saw, never to the row id.
+        if sha256.lower() != self.sha256:
+            raise HashMismatch(
+                f"{self.path}: the import's sha256 is {self.sha256}, not {sha256}",
+                sha256=self.sha256,
+            )
+        existing = StandardsDecision.objects.filter(standards_import=self).first()
+        if existing is None:
+            try:
+                # UNIQUE(standards_import) lets exactly one of two racing
+                # deciders in; the loser lands below.
+                with transaction.atomic():
+                    decision = StandardsDecision.objects.create(
+                        standards_import=self,
+                        status=status,
+                        decided_by=by[:64],
+                        decided_at=timezone.now(),
+                    )
+                self.decision = decision
+                return decision
+            except IntegrityError:
+                existing = StandardsDecision.objects.get(standards_import=self)
+        raise Conflict(
+            f"{self.path} {self.sha256} was already {existing.status} by {existing.decided_by}",
+            status=existing.status,
+        )
+
+
+class StandardsDecision(AppendOnlyModel):
+    """Who accepted or rejected one import, and when; taken once."""
+
+    class Status(models.TextChoices):
+        ACCEPTED = "accepted"
+        REJECTED = "rejected"
+
+    standards_import = models.OneToOneField(
+        StandardsImport, on_delete=models.PROTECT, related_name="decision"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices)
+    decided_by = models.CharField(max_length=64)
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["decided_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["accepted", "rejected"]),
+                name="governance_standardsdecision_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.standards_import} {self.status}"
+
+
+# --- skills ----------------------------------------------------------------------------
+
+
+class SkillQuerySet(AppendOnlyQuerySet):
+    def for_project(self, project: Project) -> SkillQuerySet:
+        return self.filter(project=project)
+
+    def current(self) -> SkillQuerySet:
+        """The newest version of each skill name."""
+        newer = Skill.objects.filter(
+            project=models.OuterRef("project"),
+            name=models.OuterRef("name"),
+            version__gt=models.OuterRef("version"),
+        )
+        return self.exclude(models.Exists(newer))
+
+
+class Skill(AppendOnlyModel):
+    """One version of a project skill: its SKILL.md text and its provenance record.
+
+    Content and provenance are one row, written in one transaction (GedPi gap
+    G-7). ``recorded_hash`` is the provenance's contentHash; the skill is
+    verified only while it equals the hash of ``content`` and the provenance
+    is reusable-explicit. Legacy imports may carry a record that does not.
+    """
+
+    class Provenance(models.TextChoices):
+        REUSABLE_EXPLICIT = "reusable-explicit"
+        INSTALLED_COPY = "installed-copy"
+        LEGACY_UNVERIFIED = "legacy-unverified"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="skills")
+    name = models.CharField(max_length=64)
+    version = models.PositiveIntegerField()
+    content = models.TextField()
+    recorded_hash = models.CharField(max_length=64, null=True, blank=True)
+    provenance = models.CharField(max_length=24, choices=Provenance.choices)
+    reason = models.CharField(max_length=500, blank=True)
+    source = models.CharField(max_length=1000, null=True, blank=True)
+    installed_at = models.DateTimeField()
+    author = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+
+    objects = SkillQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project_id", "name", "version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name", "version"], name="governance_skill_unique_version"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    provenance__in=["reusable-explicit", "installed-copy", "legacy-unverified"]
+                ),
+                name="governance_skill_provenance_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/skills/{self.name} v{self.version}"
+
+    @property
+    def content_hash(self) -> str:
+        # Raw UTF-8, no normalisation: line endings, BOM and spaces all count.
+        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+
+    @property
+    def verified(self) -> bool:
+        return (
+            self.provenance == self.Provenance.REUSABLE_EXPLICIT
+            and self.recorded_hash == self.content_hash
+        )
+
+    @property
+    def status(self) -> str:
+        return "verified" if self.verified else "unverified"
+
+
+# --- context deliveries ------------------------------------------------------------------
+
+
+class ContextDelivery(AppendOnlyModel):
+    """Who received which context bundle bytes, and when."""
+
+    class Format(models.TextChoices):
+        TEXT = "text"
+        JSON = "json"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, related_name="context_deliveries"
+    )
+    work = models.ForeignKey(
+        WorkItem,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="context_deliveries",
+    )
+    author = models.CharField(max_length=64)
+    format = models.CharField(max_length=8, choices=Format.choices)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["project_id", "-created_at"]
+        verbose_name_plural = "context deliveries"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(format__in=["text", "json"]),
+                name="governance_contextdelivery_format_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} context {self.sha256[:12]} to {self.author}"

@@ -12,7 +12,13 @@ from django.http import HttpRequest
 
 from gedweb.exceptions import DomainError
 from memory import services
-from memory.models import MemoryCandidate, MemoryEntry, Project, ProjectToken
+from memory.models import (
+    DocumentRevision,
+    MemoryCandidate,
+    MemoryEntry,
+    Project,
+    ProjectToken,
+)
 
 
 def operator_name(request: HttpRequest) -> str:
@@ -179,3 +185,29 @@ class MemoryCandidateAdmin(ReadOnlyAdmin):
     @admin.action(description="Reject selected candidates")
     def reject_candidates(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._resolve(request, queryset, approve=False)
+
+
+class CurrentRevisionFilter(admin.SimpleListFilter):
+    title = "revision"
+    parameter_name = "current"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Current revision only")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "yes":
+            return queryset.current()
+        return queryset
+
+
+@admin.register(DocumentRevision)
+class DocumentRevisionAdmin(ReadOnlyAdmin):
+    """Durable documents and every revision of them; written only through the API."""
+
+    list_display = ["project", "path", "revision", "author", "created_at", "reason"]
+    list_filter = [CurrentRevisionFilter, "project"]
+    list_select_related = ["project"]
+    search_fields = ["path", "author", "sha256"]
+    ordering = ["project_id", "path", "-revision"]
+    fields = ["project", "path", "revision", "sha256", "author", "created_at", "reason",
+              "content"]

@@ -14,6 +14,7 @@ from django.utils import timezone
 from memory.querysets import (
     AppendOnlyError,
     CandidateQuerySet,
+    DocumentRevisionQuerySet,
     EntryQuerySet,
     ProjectTokenQuerySet,
 )
@@ -25,7 +26,14 @@ from memory.validators import (
     validate_token_name,
 )
 
-__all__ = ["AppendOnlyError", "MemoryCandidate", "MemoryEntry", "Project", "ProjectToken"]
+__all__ = [
+    "AppendOnlyError",
+    "DocumentRevision",
+    "MemoryCandidate",
+    "MemoryEntry",
+    "Project",
+    "ProjectToken",
+]
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -261,3 +269,60 @@ class MemoryCandidate(models.Model):
             "resolved_by": self.resolved_by or None,
             "entry_id": self._entry_uuid_text(),
         }
+
+
+class DocumentRevision(models.Model):
+    """One append-only revision of a durable document (PROJECT.md, an ADR, a report...).
+
+    A document is the set of its revisions; the newest is the current text.
+    The ORM refuses changes here and in DocumentRevisionQuerySet; migration
+    0003 adds triggers that refuse UPDATE and DELETE from any client.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="documents")
+    path = models.CharField(max_length=160)
+    revision = models.PositiveIntegerField()
+    # Stored exactly as received: no newline or Unicode normalisation.
+    content = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    author = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    reason = models.TextField(null=True, blank=True)
+
+    objects = DocumentRevisionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project_id", "path", "revision"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "path", "revision"],
+                name="memory_documentrevision_unique_revision",
+            ),
+            models.CheckConstraint(
+                condition=Q(revision__gte=1), name="memory_documentrevision_revision_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.path}@{self.revision}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("document revisions are append-only; add a revision instead")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnlyError("document revisions are append-only and cannot be deleted")
+
+    def summary_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "revision": self.revision,
+            "sha256": self.sha256,
+            "author": self.author,
+            "created_at": format_timestamp(self.created_at),
+            "reason": self.reason,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.summary_dict(), "content": self.content}

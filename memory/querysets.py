@@ -162,3 +162,37 @@ class CandidateQuerySet(models.QuerySet):
 
     def with_entry_uuid(self) -> CandidateQuerySet:
         return self.annotate(entry_uuid=F("entry__uuid"))
+
+
+class DocumentRevisionQuerySet(models.QuerySet):
+    """Reads of document revisions; bulk writes other than inserts are refused."""
+
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnlyError("document revisions are append-only; add a revision instead")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("document revisions are append-only and cannot be deleted")
+
+    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> int:
+        raise AppendOnlyError("document revisions are append-only; add a revision instead")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnlyError("document revisions are append-only; add a revision instead")
+
+    def for_project(self, project: Any) -> DocumentRevisionQuerySet:
+        return self.filter(project=project)
+
+    def for_path(self, path: str) -> DocumentRevisionQuerySet:
+        return self.filter(path=path)
+
+    def current(self) -> DocumentRevisionQuerySet:
+        """Only each document's newest revision."""
+        from memory.models import DocumentRevision
+
+        newer = DocumentRevision.objects.filter(
+            project=OuterRef("project"), path=OuterRef("path"), revision__gt=OuterRef("revision")
+        )
+        return self.exclude(Exists(newer))
+
+    def newest(self) -> Any:
+        return self.order_by("-revision").first()

@@ -117,7 +117,10 @@ def purge_append_only_tables() -> None:
     from gedweb import append_only
 
     triggers = importlib.import_module("memory.migrations.0002_append_only_and_search")
-    governance_tables = importlib.import_module("governance.migrations.0002_append_only").TABLES
+    governance_tables = (
+        importlib.import_module("governance.migrations.0002_append_only").TABLES
+        + importlib.import_module("governance.migrations.0004_append_only").TABLES
+    )
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM governance_activework")
         cursor.execute("DELETE FROM memory_memorycandidate")
@@ -135,6 +138,12 @@ def purge_append_only_tables() -> None:
         cursor.execute("DELETE FROM memory_memoryentry")
         for statement in triggers.SQLITE_FORWARD:
             cursor.execute(statement)
+        for table in importlib.import_module("memory.migrations.0003_documents").TABLES:
+            for statement in append_only.sqlite_backward(table):
+                cursor.execute(statement)
+            cursor.execute(f"DELETE FROM {table}")
+            for statement in append_only.sqlite_forward(table):
+                cursor.execute(statement)
 
 
 @pytest.fixture

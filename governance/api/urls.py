@@ -2,14 +2,18 @@ from __future__ import annotations
 
 from django.urls import path
 
-from governance.api import views
+from governance.api import context, skills, standards, views
 
 app_name = "governance-api"
 
 WORK = "projects/<str:project_id>/work/<str:work_id>"
 GOV = f"{WORK}/governance"
+STANDARDS = "projects/<str:project_id>/standards"
+SKILLS = "projects/<str:project_id>/skills"
 
 urlpatterns = [
+    path("contract", context.ContractView.as_view(), name="contract"),
+    path("projects/<str:project_id>/context", context.ContextView.as_view(), name="context"),
     path("projects/<str:project_id>/work", views.WorkListView.as_view(), name="work-list"),
     path(WORK, views.WorkDetailView.as_view(), name="work-detail"),
     path(f"{WORK}/files/<str:name>", views.WorkFileView.as_view(), name="work-file"),
@@ -37,6 +41,20 @@ urlpatterns = [
          name="commit-clear"),
     path(f"{GOV}/lifecycle", views.LifecycleView.as_view(), name="lifecycle"),
     path(f"{GOV}/guard", views.GuardView.as_view(), name="guard"),
+    path(STANDARDS, standards.StandardsView.as_view(), name="standards"),
+    path(f"{STANDARDS}/state", standards.StandardsStateView.as_view(), name="standards-state"),
+    path(f"{STANDARDS}/imports", standards.StandardsImportListView.as_view(),
+         name="standards-import-list"),
+    path(f"{STANDARDS}/imports/<int:import_id>", standards.StandardsImportDetailView.as_view(),
+         name="standards-import-detail"),
+    path(f"{STANDARDS}/imports/<int:import_id>/accept", standards.StandardsAcceptView.as_view(),
+         name="standards-import-accept"),
+    path(f"{STANDARDS}/imports/<int:import_id>/reject", standards.StandardsRejectView.as_view(),
+         name="standards-import-reject"),
+    path(SKILLS, skills.SkillListView.as_view(), name="skill-list"),
+    # Before <name>: "match" is therefore not available as a skill name.
+    path(f"{SKILLS}/match", skills.SkillMatchView.as_view(), name="skill-match"),
+    path(f"{SKILLS}/<str:name>", skills.SkillDetailView.as_view(), name="skill-detail"),
     path(
         "projects/<str:project_id>/sessions/<str:session_id>/active-work",
         views.ActiveWorkView.as_view(),

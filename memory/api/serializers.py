@@ -24,7 +24,7 @@ from memory.validators import (
 
 SERVER_FIELDS = frozenset(
     {"id", "seq", "hash", "prev_hash", "author", "created_at", "project_id", "corrected_by",
-     "status", "resolved_at", "resolved_by", "entry_id"}
+     "status", "resolved_at", "resolved_by", "entry_id", "revision", "sha256"}
 )
 
 
@@ -226,3 +226,68 @@ class ErrorSerializer(serializers.Serializer):
 class HealthSerializer(serializers.Serializer):
     status = serializers.CharField()
     api_version = serializers.CharField()
+
+
+# --- durable documents ----------------------------------------------------------
+
+
+class DocumentPutSerializer(StrictSerializer):
+    content = StrictCharField(
+        help_text="substantive Markdown (GedPi §1.1), at most 200,000 characters; stored "
+        "byte-for-byte"
+    )
+    expected_revision = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        help_text="the current revision when updating; omit or 0 to create",
+    )
+    reason = StrictCharField(
+        required=False, allow_null=True, default=None, help_text="why, at most 1,000 characters"
+    )
+
+
+class DocumentRevisionSummarySerializer(serializers.Serializer):
+    path = serializers.CharField()
+    revision = serializers.IntegerField()
+    sha256 = serializers.CharField(help_text="SHA-256 of the content's UTF-8 bytes")
+    author = serializers.CharField()
+    created_at = serializers.CharField(help_text="UTC, six fractional digits, +00:00")
+    reason = serializers.CharField(allow_null=True)
+
+
+class DocumentSerializer(DocumentRevisionSummarySerializer):
+    content = serializers.CharField()
+
+
+class DocumentRevisionListSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    items = DocumentRevisionSummarySerializer(many=True)
+
+
+class DocumentListItemSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    revision = serializers.IntegerField(help_text="the current revision")
+    sha256 = serializers.CharField()
+    author = serializers.CharField(help_text="author of the current revision")
+    updated_at = serializers.CharField(help_text="when the current revision was written")
+
+
+class DocumentListSerializer(serializers.Serializer):
+    items = DocumentListItemSerializer(many=True)
+
+
+class DocumentListQuerySerializer(StrictSerializer):
+    prefix = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=200,
+        help_text="only paths starting with this text, e.g. adr/ (case-sensitive)",
+    )
+
+
+class DocumentGetQuerySerializer(StrictSerializer):
+    revision = serializers.IntegerField(required=False, min_value=1)

@@ -40,6 +40,23 @@ urlpatterns = [
         name="candidate-reject",
     ),
     path(
+        "projects/<str:project_id>/documents",
+        views.DocumentListView.as_view(),
+        name="document-list",
+    ),
+    # Document paths hold slashes (adr/<id>.md) and always end in ".md", so
+    # ".../revisions" can only mean the history route.
+    path(
+        "projects/<str:project_id>/documents/<path:path>/revisions",
+        views.DocumentRevisionListView.as_view(),
+        name="document-revisions",
+    ),
+    path(
+        "projects/<str:project_id>/documents/<path:path>",
+        views.DocumentDetailView.as_view(),
+        name="document-detail",
+    ),
+    path(
         "projects/<str:project_id>/memory/<str:ref>",
         views.EntryDetailView.as_view(),
         name="entry-detail",

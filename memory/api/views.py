@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gedweb.lib.mirror import render_chunks
-from memory import services
+from memory import documents, services
 from memory.api import serializers as s
 from memory.api.authentication import Principal
 from memory.api.permissions import IsAdmin, require_memory_write
@@ -359,6 +359,111 @@ class CandidateRejectView(CandidateActionView):
             project=self.project, candidate=self._candidate(candidate_id), by=self.author
         )
         return Response(candidate.as_dict())
+
+
+# --- durable documents ------------------------------------------------------------
+
+DOCUMENT_PATH = OpenApiParameter(
+    "path",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description=f"the document; {documents.PATH_RULE}. Slashes are sent as they are.",
+)
+
+
+def _document_path(path: str) -> str:
+    # Any path outside the fixed set is a 400 naming `path`, for reads as
+    # for writes, and nothing is looked up or stored for it.
+    return documents.validate_document_path(path).path
+
+
+class DocumentListView(ProjectAPIView):
+    """Durable documents: PROJECT.md, CONTEXT.md, ADRs, reports and handoffs."""
+
+    @extend_schema(
+        operation_id="documents_list",
+        parameters=[s.DocumentListQuerySerializer],
+        responses={200: s.DocumentListSerializer, **errors(*READ_ERRORS)},
+        summary="List durable documents with their current revision, sorted by path",
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        query = _query(s.DocumentListQuerySerializer, request)
+        rows = documents.document_list(self.project, prefix=query["prefix"])
+        return Response({"items": [documents.as_list_item(row) for row in rows]})
+
+
+class DocumentDetailView(ProjectAPIView):
+    """One durable document; every write adds an append-only revision."""
+
+    @extend_schema(
+        operation_id="documents_get",
+        parameters=[DOCUMENT_PATH, s.DocumentGetQuerySerializer],
+        responses={200: s.DocumentSerializer, **errors(*READ_ERRORS)},
+        summary="A document's current revision, or `?revision=n`",
+    )
+    def get(self, request: Request, project_id: str, path: str) -> Response:
+        path = _document_path(path)
+        query = _query(s.DocumentGetQuerySerializer, request)
+        if "revision" in query:
+            document = documents.document_revision(self.project, path, query["revision"])
+        else:
+            document = documents.document_current(self.project, path)
+        if document is None:
+            raise Http404
+        return Response(document.as_dict())
+
+    @extend_schema(
+        operation_id="documents_put",
+        parameters=[DOCUMENT_PATH],
+        request=s.DocumentPutSerializer,
+        responses={
+            201: OpenApiResponse(s.DocumentSerializer, description="a new document, revision 1"),
+            200: OpenApiResponse(
+                s.DocumentSerializer,
+                description="the next revision, or the current one when the content is unchanged",
+            ),
+            **errors(400, 401, 404, 409, 413, 415),
+        },
+        summary="Create a document or add its next revision",
+        description=(
+            "The content must be substantive (GedPi's rule) and is stored byte-for-byte. "
+            "Creating needs no `expected_revision` (or 0); updating needs the current "
+            "revision, else 400 (missing) or 409 `stale_revision` with `current_revision`. "
+            "Reports are write-once (409 `conflict`). Handoffs need a work item of this "
+            "project. Not checked by the governance guard."
+        ),
+    )
+    def put(self, request: Request, project_id: str, path: str) -> Response:
+        path = _document_path(path)
+        serializer = s.DocumentPutSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        result = documents.document_put(
+            project=self.project,
+            path=path,
+            content=data["content"],
+            author=self.author,
+            expected_revision=data["expected_revision"],
+            reason=data["reason"],
+        )
+        return Response(result.document.as_dict(), status=201 if result.created else 200)
+
+
+class DocumentRevisionListView(ProjectAPIView):
+    """The revision history of one durable document."""
+
+    @extend_schema(
+        operation_id="documents_revisions",
+        parameters=[DOCUMENT_PATH],
+        responses={200: s.DocumentRevisionListSerializer, **errors(*READ_ERRORS)},
+        summary="Every revision of a document, oldest first, without content",
+    )
+    def get(self, request: Request, project_id: str, path: str) -> Response:
+        path = _document_path(path)
+        rows = documents.document_revisions(self.project, path)
+        if not rows:
+            raise Http404
+        return Response({"path": path, "items": [row.summary_dict() for row in rows]})
 
 
 # --- fallbacks ------------------------------------------------------------------

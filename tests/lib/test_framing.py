@@ -12,7 +12,6 @@ from gedweb.lib.framing import (
     RUNTIME_DATA,
     clip,
     frame,
-    marker_for,
 )
 
 

@@ -1,0 +1,166 @@
+"""The artifact contract: everything GedWeb persists, as data (GET /v1/contract).
+
+GedPi's rule, kept here: an artifact is persisted only when it has exactly
+one producer, named consumers, an authority level and a lifecycle. Each
+database model is listed by its label; tests fail when a model of a GedWeb
+app has no row here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+AUTHORITY_LEVELS = (
+    "machine-authority",
+    "approved-instructions",
+    "durable-data",
+    "project-configuration",
+    "work-input",
+    "projection",
+    "compatibility",
+)
+
+_APPEND_ONLY = "append-only: rows are never updated or deleted (ORM refusal and database triggers)"
+
+ARTIFACTS: list[dict[str, Any]] = [
+    {
+        "artifact": "memory.Project",
+        "storage": "database",
+        "producer": "memory.services.project_create (API, admin, `project create`)",
+        "consumers": ["every project-scoped endpoint", "admin", "pages"],
+        "authority": "machine-authority",
+        "lifecycle": "created once; never deleted (its memory is append-only); name editable",
+    },
+    {
+        "artifact": "memory.ProjectToken",
+        "storage": "database",
+        "producer": "memory.services.project_create / project_token_create",
+        "consumers": ["bearer authentication"],
+        "authority": "machine-authority",
+        "lifecycle": "SHA-256 only; revoked, never deleted: who held which token stays on record",
+    },
+    {
+        "artifact": "memory.MemoryEntry",
+        "storage": "database",
+        "producer": "memory.services.memory_entry_create (API, approved candidates, `memory add`)",
+        "consumers": ["memory API", "mirror", "verify", "context bundle", "pages"],
+        "authority": "durable-data",
+        "lifecycle": f"{_APPEND_ONLY}; hash-chained per project; corrections are new entries",
+    },
+    {
+        "artifact": "memory.MemoryCandidate",
+        "storage": "database",
+        "producer": "memory.services.candidate_create",
+        "consumers": ["reviewers (API, admin)", "candidate_approve"],
+        "authority": "work-input",
+        "lifecycle": "pending until approved (then it names its one entry) or rejected",
+    },
+    {
+        "artifact": "memory.DocumentRevision",
+        "storage": "database",
+        "producer": "memory.documents.document_put (PUT /documents/{path})",
+        "consumers": ["context bundle", "pages", "GedPi export"],
+        "authority": "durable-data",
+        "lifecycle": f"{_APPEND_ONLY}; one row per revision; reports are write-once",
+    },
+    {
+        "artifact": "governance.WorkItem",
+        "storage": "database",
+        "producer": "governance.services.work_open",
+        "consumers": ["governance", "active work", "context bundle"],
+        "authority": "machine-authority",
+        "lifecycle": f"{_APPEND_ONLY}: its META never changes",
+    },
+    {
+        "artifact": "governance.GovernanceRevision",
+        "storage": "database",
+        "producer": "governance.services.governance_write (every accepted write)",
+        "consumers": ["guard", "lifecycle", "revision history", "context bundle"],
+        "authority": "machine-authority",
+        "lifecycle": f"{_APPEND_ONLY}; revisions strictly +1 per work item",
+    },
+    {
+        "artifact": "governance.EvidenceRecord",
+        "storage": "database",
+        "producer": "governance.services.governance_write",
+        "consumers": ["guard", "governance documents"],
+        "authority": "machine-authority",
+        "lifecycle": f"{_APPEND_ONLY}; the evidence list only grows",
+    },
+    {
+        "artifact": "governance.WorkFile",
+        "storage": "database",
+        "producer": "work_open (templates) and work_file_write",
+        "consumers": ["coordinator", "plan binding", "context bundle"],
+        "authority": "work-input",
+        "lifecycle": f"{_APPEND_ONLY}; one row per version of DIRECT/SPEC/TASKS/TESTS.md",
+    },
+    {
+        "artifact": "governance.TaskArtifact",
+        "storage": "database",
+        "producer": "task_artifact_write (the work engine)",
+        "consumers": ["retry and recovery"],
+        "authority": "work-input",
+        "lifecycle": f"{_APPEND_ONLY}; one row per version of BRIEF.md, HISTORY.json, RECOVERY.md",
+    },
+    {
+        "artifact": "governance.ActiveWork",
+        "storage": "database",
+        "producer": "governance.services.active_work_select",
+        "consumers": ["agents resolving their session's work"],
+        "authority": "machine-authority",
+        "lifecycle": "one per (project, session); replaced on select, deleted on clear",
+    },
+    {
+        "artifact": "governance.StandardsImport",
+        "storage": "database",
+        "producer": "POST /standards/imports; decided by operators (admin token or Django admin)",
+        "consumers": ["STANDARDS.md assembly", "context bundle"],
+        "authority": "approved-instructions",
+        "lifecycle": "one decision per (path, sha256 of raw bytes): pending, accepted or rejected",
+    },
+    {
+        "artifact": "governance.StandardsDecision",
+        "storage": "database",
+        "producer": "StandardsImport.accept/reject (admin token or Django admin)",
+        "consumers": ["STANDARDS.md assembly", "standards state view", "operators"],
+        "authority": "approved-instructions",
+        "lifecycle": f"{_APPEND_ONLY}; at most one per import: who accepted or rejected, and when",
+    },
+    {
+        "artifact": "governance.Skill",
+        "storage": "database",
+        "producer": "PUT /skills/{name}",
+        "consumers": ["skill matching"],
+        "authority": "project-configuration",
+        "lifecycle": "content and provenance hash stored together; drifted skills never match",
+    },
+    {
+        "artifact": "governance.ContextDelivery",
+        "storage": "database",
+        "producer": "governance.context.context_deliver (GET /context)",
+        "consumers": ["operators auditing what agents were told"],
+        "authority": "machine-authority",
+        "lifecycle": f"{_APPEND_ONLY}; one row per delivered bundle with its sha256",
+    },
+    {
+        "artifact": "<GEDWEB_MEMORY_ROOT>/<project>/MEMORY.md",
+        "storage": "file",
+        "producer": "memory.mirror (inline after commit, or `memory mirror --follow`)",
+        "consumers": ["humans and tools reading memory outside the service"],
+        "authority": "projection",
+        "lifecycle": "regenerable from the database; checked and rebuilt by `memory mirror`",
+    },
+    {
+        "artifact": "<GEDWEB_MEMORY_ROOT>/<project>/.MEMORY.md.lock",
+        "storage": "file",
+        "producer": "memory.mirror",
+        "consumers": ["mirror writers (flock)"],
+        "authority": "machine-authority",
+        "lifecycle": "empty lock file; kept",
+    },
+]
+
+
+def inventory() -> list[dict[str, Any]]:
+    return [dict(row) for row in ARTIFACTS]

@@ -1,0 +1,91 @@
+"""GedPi's SKILL.md rules (gedpi-behaviour §4.2-4.3), as pure functions.
+
+The front matter must use LF line endings, as in GedPi: CRLF is refused
+rather than normalised, because the recorded hash covers the raw bytes
+and a silently rewritten file would no longer be the one that was hashed.
+"""
+
+from __future__ import annotations
+
+import re
+
+NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+MAX_CONTENT_CHARS = 100_000
+MAX_REASON_CHARS = 500
+MAX_SOURCE_CHARS = 1_000
+
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---(?:\n|\Z)", re.DOTALL)
+_DESCRIPTION = re.compile(r"^description:[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+# 'Triggers include "a", "b", or "c"': a run of quoted words joined by
+# commas, "or" or "and".
+_TRIGGERS = re.compile(
+    r"Triggers include\s+((?:\"[^\"\n]*\"(?:\s*,\s*(?:or\s+|and\s+)?|\s+(?:or|and)\s+)?)+)"
+)
+_QUOTED = re.compile(r"\"([^\"\n]*)\"")
+
+
+def name_problem(name: str) -> str | None:
+    if not 1 <= len(name) <= 64:
+        return "must be 1-64 characters"
+    if not NAME_RE.fullmatch(name) or "--" in name:
+        return (
+            "must be lowercase letters, digits and single inner hyphens "
+            "(^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$, no '--')"
+        )
+    return None
+
+
+def front_matter(content: str) -> str | None:
+    match = _FRONT_MATTER.match(content)
+    return match.group(1) if match else None
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def description(content: str) -> str | None:
+    block = front_matter(content)
+    if block is None:
+        return None
+    match = _DESCRIPTION.search(block)
+    if match is None:
+        return None
+    return _unquote(match.group(1).strip())
+
+
+def content_problem(name: str, content: str) -> str | None:
+    if not 1 <= len(content) <= MAX_CONTENT_CHARS:
+        return f"must be 1-{MAX_CONTENT_CHARS:,} characters"
+    if "\x00" in content:
+        return "must not contain NUL characters"
+    block = front_matter(content)
+    if block is None:
+        return (
+            "must start with YAML front matter: '---' and LF line endings, closed by '---' "
+            "on its own line (CRLF is refused)"
+        )
+    names = re.compile(rf"^name:[ \t]*([\"']?){re.escape(name)}\1[ \t]*$", re.MULTILINE)
+    if not names.search(block):
+        return f"front matter must have the line 'name: {name}'"
+    text = description(content)
+    if text is None or len(text.strip()) < 2:
+        return "front matter must have a 'description:' line of at least 2 characters"
+    return None
+
+
+def triggers(description_text: str | None) -> list[str]:
+    """Words from 'Triggers include "a", "b"' in a description."""
+    if not description_text:
+        return []
+    match = _TRIGGERS.search(description_text)
+    if match is None:
+        return []
+    return [word for word in _QUOTED.findall(match.group(1)) if word.strip()]
+
+
+def matches(trigger_words: list[str], text: str) -> bool:
+    folded = text.casefold()
+    return any(word.casefold() in folded for word in trigger_words)

@@ -1,0 +1,101 @@
+"""The framed context bundle for agents, and the artifact contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gedweb.inventory import inventory
+from governance.context import context_deliver
+from governance.models import WorkItem
+from memory.api.serializers import StrictSerializer
+from memory.api.views import ProjectAPIView, _query, errors
+
+
+class ContextQuerySerializer(StrictSerializer):
+    work_id = serializers.CharField(required=False, max_length=128)
+    format = serializers.ChoiceField(choices=["text", "json"], required=False, default="text")
+
+
+class ContextSectionSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    trust = serializers.CharField(allow_null=True)
+    file = serializers.CharField(allow_null=True)
+    text = serializers.CharField()
+    sha256 = serializers.CharField()
+
+
+class ContextBundleSerializer(serializers.Serializer):
+    project_id = serializers.CharField()
+    work_id = serializers.CharField(allow_null=True)
+    sha256 = serializers.CharField(help_text="sha256 of the text form of the bundle")
+    sections = ContextSectionSerializer(many=True)
+
+
+class ArtifactSerializer(serializers.Serializer):
+    artifact = serializers.CharField()
+    storage = serializers.CharField()
+    producer = serializers.CharField()
+    consumers = serializers.ListField(child=serializers.CharField())
+    authority = serializers.CharField()
+    lifecycle = serializers.CharField()
+
+
+class ContractSerializer(serializers.Serializer):
+    items = ArtifactSerializer(many=True)
+
+
+class ContextView(ProjectAPIView):
+    @extend_schema(
+        operation_id="context_get",
+        parameters=[
+            OpenApiParameter("work_id", str, description="the selected work item (optional)"),
+            OpenApiParameter("format", str, enum=["text", "json"],
+                             description="text (default) or json with trust labels and hashes"),
+        ],
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the bundle"),
+            (200, "application/json"): ContextBundleSerializer,
+            **errors(400, 401, 404),
+        },
+        summary="The agent context bundle: framed, trust-labelled, logged",
+    )
+    def get(self, request: Request, project_id: str) -> Any:
+        query = _query(ContextQuerySerializer, request)
+        work = None
+        if "work_id" in query:
+            work = WorkItem.objects.for_project(self.project).filter(
+                work_id=query["work_id"]
+            ).first()
+            if work is None:
+                raise ValidationError({"work_id": ["no such work item in this project"]})
+        bundle = context_deliver(project=self.project, work=work, author=self.author,
+                                 output_format=query["format"])
+        if query["format"] == "json":
+            return Response(bundle.as_dict())
+        response = HttpResponse(bundle.text, content_type="text/plain; charset=utf-8")
+        response["X-Context-Sha256"] = bundle.sha256
+        return response
+
+
+class ContractView(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        operation_id="contract_get",
+        auth=[],
+        responses={200: ContractSerializer},
+        summary="The artifact inventory: producer, consumers, authority, lifecycle",
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"items": inventory()})

@@ -1,0 +1,173 @@
+"""Project skills: validated SKILL.md text and its provenance, in one row per version.
+
+GedPi writes the provenance record before the file (gap G-7); here both are
+one row inserted in one transaction, under a lock on the project row.
+Like GedPi, different content under an existing name is refused (409), and
+identical content is "confirmed": nothing new is written and the original
+installed_at stays. A legacy or drifted record with identical content is
+re-verified by adding a version with a fresh reusable-explicit record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from gedweb.exceptions import Conflict
+from gedweb.lib import skills as rules
+from gedweb.lib.standards import sha256_text
+from governance.models import Skill
+from memory.models import Project, format_timestamp
+
+CREATED, CONFIRMED = "created", "confirmed"
+
+
+@dataclass(frozen=True)
+class SkillWrite:
+    skill: Skill
+    result: str  # "created" or "confirmed"
+
+
+def validate_skill(*, name: str, content: str, reason: str, source: str | None) -> None:
+    problems: dict[str, list[str]] = {}
+    problem = rules.name_problem(name)
+    if problem:
+        problems["name"] = [problem]
+    else:
+        problem = rules.content_problem(name, content)
+        if problem:
+            problems["content"] = [problem]
+    if not reason.strip() or len(reason) > rules.MAX_REASON_CHARS:
+        problems["reason"] = [f"must be 1-{rules.MAX_REASON_CHARS} characters, not blank"]
+    if source is not None and not 1 <= len(source) <= rules.MAX_SOURCE_CHARS:
+        problems["source"] = [f"must be 1-{rules.MAX_SOURCE_CHARS:,} characters"]
+    if problems:
+        raise ValidationError(problems)
+
+
+def _current(project: Project, name: str) -> Skill | None:
+    return Skill.objects.filter(project=project, name=name).order_by("-version").first()
+
+
+def skill_put(
+    *, project: Project, name: str, content: str, reason: str, source: str | None, author: str
+) -> SkillWrite:
+    validate_skill(name=name, content=content, reason=reason, source=source)
+    with transaction.atomic():
+        # Serialises writers of this project's skills across processes;
+        # UNIQUE(project, name, version) is the backstop.
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        current = _current(project, name)
+        if current is not None and current.content != content:
+            raise Conflict(
+                f"skill {name} exists with different content (sha256 {current.content_hash}); "
+                "it is never overwritten"
+            )
+        if current is not None and current.verified:
+            return SkillWrite(current, CONFIRMED)
+        now = timezone.now()
+        skill = Skill.objects.create(
+            project=project,
+            name=name,
+            version=current.version + 1 if current else 1,
+            content=content,
+            recorded_hash=sha256_text(content),
+            provenance=Skill.Provenance.REUSABLE_EXPLICIT,
+            reason=reason.strip(),
+            source=source,
+            installed_at=current.installed_at if current else now,
+            author=author,
+            created_at=now,
+        )
+    return SkillWrite(skill, CONFIRMED if current else CREATED)
+
+
+def skill_record_legacy(
+    *,
+    project: Project,
+    name: str,
+    content: str,
+    recorded_hash: str | None,
+    provenance: str = Skill.Provenance.LEGACY_UNVERIFIED,
+    reason: str = "",
+    source: str | None = None,
+    installed_at: datetime | None = None,
+    author: str,
+) -> Skill:
+    """Record a skill and its provenance as found in a GedPi checkout (for ged_import).
+
+    The record is kept as found: a missing provenance is legacy-unverified and
+    a contentHash that does not match the file leaves the skill unverified.
+    """
+    problem = rules.name_problem(name)
+    if problem:
+        raise ValidationError({"name": [problem]})
+    if provenance not in Skill.Provenance.values:
+        raise ValidationError({"provenance": [f"must be one of {', '.join(Skill.Provenance)}"]})
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        current = _current(project, name)
+        if current is not None:
+            if (current.content, current.recorded_hash, current.provenance) == (
+                content, recorded_hash, provenance
+            ):
+                return current
+            raise Conflict(f"skill {name} is already recorded")
+        now = timezone.now()
+        return Skill.objects.create(
+            project=project,
+            name=name,
+            version=1,
+            content=content,
+            recorded_hash=recorded_hash,
+            provenance=provenance,
+            reason=reason.strip()[: rules.MAX_REASON_CHARS],
+            source=source,
+            installed_at=installed_at or now,
+            author=author,
+            created_at=now,
+        )
+
+
+def current_skills(project: Project) -> list[Skill]:
+    return list(Skill.objects.for_project(project).current().order_by("name"))
+
+
+def skill_summary(skill: Skill) -> dict[str, Any]:
+    text = rules.description(skill.content)
+    return {
+        "name": skill.name,
+        "version": skill.version,
+        "content_hash": skill.content_hash,
+        "recorded_hash": skill.recorded_hash,
+        "provenance": skill.provenance,
+        "status": skill.status,
+        "description": text,
+        "triggers": rules.triggers(text),
+    }
+
+
+def skill_as_dict(skill: Skill) -> dict[str, Any]:
+    return {
+        **skill_summary(skill),
+        "content": skill.content,
+        "reason": skill.reason,
+        "source": skill.source,
+        "installed_at": format_timestamp(skill.installed_at),
+        "author": skill.author,
+        "created_at": format_timestamp(skill.created_at),
+    }
+
+
+def skills_matching(project: Project, text: str) -> list[Skill]:
+    """Verified skills with a trigger word inside text (case-insensitive); drifted never match."""
+    return [
+        skill
+        for skill in current_skills(project)
+        if skill.verified and rules.matches(rules.triggers(rules.description(skill.content)), text)
+    ]

@@ -1,0 +1,179 @@
+"""Standards imports: submissions, decisions and STANDARDS.md from accepted bytes only.
+
+The rule GedWeb serves (GedPi gap G-6 made explicit): for each path, the
+newest accepted version (newest by submission) is the approved one, and its
+bytes stay in STANDARDS.md until a newer version of that path is accepted.
+A newer version that is pending or rejected never reaches STANDARDS.md; the
+path is then reported as ``renewal-pending`` or ``renewal-rejected`` by
+``standards_state``, so "stale approved bytes still served" is always
+visible. Paths with nothing accepted are left out. Sections appear in the
+order their served version was accepted, as GedPi appends to its accepted
+list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from gedweb.lib.standards import render_standards, sha256_text
+from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
+from memory.models import Project, format_timestamp
+
+RULE = (
+    "For each path, the newest accepted version is served until a newer version of that "
+    "path is accepted; newer pending or rejected versions are never served and mark the "
+    "path renewal-pending or renewal-rejected."
+)
+
+
+def validate_standards_content(value: str) -> None:
+    if "\x00" in value:
+        raise ValidationError("must not contain NUL characters")
+    if not value.strip():
+        raise ValidationError("must not be empty or whitespace-only")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("must be valid UTF-8 text (no lone surrogates)") from None
+
+
+def validate_standards_path(value: str) -> None:
+    if value not in STANDARDS_PATHS:
+        raise ValidationError(
+            "must be one of GedPi's repository-wide instruction files: "
+            + ", ".join(STANDARDS_PATHS)
+        )
+
+
+def standards_import_submit(
+    *, project: Project, path: str, content: str, author: str
+) -> tuple[StandardsImport, bool]:
+    """Record bytes for approval; a known (path, sha256) returns its decision unchanged."""
+    problems: dict[str, list[str]] = {}
+    for field, check, value in (
+        ("path", validate_standards_path, path),
+        ("content", validate_standards_content, content),
+    ):
+        try:
+            check(value)
+        except ValidationError as exc:
+            problems[field] = list(exc.messages)
+    if problems:
+        raise ValidationError(problems)
+    sha256 = sha256_text(content)
+    lookup = StandardsImport.objects.select_related("decision").filter(
+        project=project, path=path, sha256=sha256
+    )
+    existing = lookup.first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            row = StandardsImport.objects.create(
+                project=project,
+                path=path,
+                sha256=sha256,
+                content=content,
+                author=author,
+                created_at=timezone.now(),
+            )
+    except IntegrityError:
+        # A concurrent submission of the same bytes won; theirs is ours.
+        return lookup.get(), False
+    return row, True
+
+
+def served_imports(project: Project) -> list[StandardsImport]:
+    """The approved version of each path, in STANDARDS.md order."""
+    accepted = (
+        StandardsImport.objects.for_project(project)
+        .with_status(StandardsDecision.Status.ACCEPTED)
+        .select_related("decision")
+        .order_by("-id")
+    )
+    newest: dict[str, StandardsImport] = {}
+    for row in accepted:
+        newest.setdefault(row.path, row)
+    return sorted(newest.values(), key=lambda row: (row.decision.decided_at, row.decision.pk))
+
+
+def render_served(rows: list[StandardsImport]) -> tuple[str, str] | None:
+    if not rows:
+        return None
+    text = render_standards((row.path, row.sha256, row.content) for row in rows)
+    return text, sha256_text(text)
+
+
+def standards_markdown(project: Project) -> tuple[str, str] | None:
+    """STANDARDS.md and its sha256, or None while nothing is accepted."""
+    return render_served(served_imports(project))
+
+
+def import_as_dict(row: StandardsImport, served_ids: set[int]) -> dict[str, Any]:
+    decision = row.current_decision
+    return {
+        "id": row.pk,
+        "path": row.path,
+        "sha256": row.sha256,
+        "status": row.status,
+        "served": row.pk in served_ids,
+        "author": row.author,
+        "created_at": format_timestamp(row.created_at),
+        "decided_by": decision.decided_by if decision else None,
+        "decided_at": format_timestamp(decision.decided_at) if decision else None,
+    }
+
+
+def served_ids(project: Project) -> set[int]:
+    return {row.pk for row in served_imports(project)}
+
+
+def _source_state(served: StandardsImport | None, latest: StandardsImport) -> str:
+    if served is None:
+        return latest.status
+    if latest.pk == served.pk:
+        return "approved"
+    # Only pending or rejected versions can be newer than the served one.
+    return f"renewal-{latest.status}"
+
+
+def standards_state(project: Project) -> dict[str, Any]:
+    """Every decision, and per path what is served and whether a renewal is open."""
+    served = served_imports(project)
+    served_by_path = {row.path: row for row in served}
+    ids = {row.pk for row in served}
+    rows = list(
+        StandardsImport.objects.for_project(project).select_related("decision").order_by("id")
+    )
+    latest: dict[str, StandardsImport] = {}
+    for row in rows:
+        latest[row.path] = row
+    sources = []
+    for path in STANDARDS_PATHS:
+        if path not in latest:
+            continue
+        approved = served_by_path.get(path)
+        sources.append(
+            {
+                "path": path,
+                "state": _source_state(approved, latest[path]),
+                "served_sha256": approved.sha256 if approved else None,
+                "latest_sha256": latest[path].sha256,
+                "latest_status": latest[path].status,
+            }
+        )
+    rendered = render_served(served)
+    by_status: dict[str, list[dict[str, Any]]] = {"accepted": [], "pending": [], "rejected": []}
+    for row in rows:
+        by_status[row.status].append(import_as_dict(row, ids))
+    return {
+        "standards_hash": rendered[1] if rendered else None,
+        "rule": RULE,
+        "served": [import_as_dict(row, ids) for row in served],
+        "sources": sources,
+        **by_status,
+    }

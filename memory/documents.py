@@ -1,0 +1,309 @@
+"""Durable documents: PROJECT.md, CONTEXT.md, ADRs, reports and handoffs.
+
+GedPi's ``ged_memory`` writes these files once and later edits them in
+place (gedpi-behaviour.md §8, Gap G-11). Here every write is a new
+append-only DocumentRevision, so each document keeps its full history with
+author, reason and hash; updates name the revision they replace.
+
+Writes are not checked by the governance guard: GedPi's guard judges tool
+calls of a bound agent request, and a service request is bound to no work
+item. Handoffs are still scoped to the project's own work items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from gedweb.exceptions import Conflict, DomainError
+from gedweb.lib.governance import WORK_ID_RE
+from gedweb.lib.substantive import is_substantive
+from memory.models import DocumentRevision, Project, format_timestamp
+
+__all__ = [
+    "DocumentPath",
+    "PutResult",
+    "adr_paths",
+    "document_current",
+    "document_list",
+    "document_put",
+    "document_revisions",
+    "parse_document_path",
+    "register_work_item_check",
+]
+
+# gedpi-behaviour.md §9.4: report and ADR ids. fullmatch, since "$" alone
+# would also accept an id that ends in a newline.
+DOCUMENT_ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+MAX_DOCUMENT_CHARS = 200_000
+MAX_REASON_CHARS = 1_000
+PATH_RULE = (
+    "must be PROJECT.md, CONTEXT.md, adr/<id>.md, reports/<id>.md or handoff/<work_id>.md, "
+    "where <id> matches ^[a-z0-9][a-z0-9._-]{0,127}$ and <work_id> is a generated work id"
+)
+
+
+class StaleRevision(DomainError):
+    status, code = 409, "stale_revision"
+
+
+@dataclass(frozen=True)
+class DocumentPath:
+    kind: str  # "project", "context", "adr", "report" or "handoff"
+    path: str
+    ident: str | None = None
+
+    @property
+    def write_once(self) -> bool:
+        # GedPi: "substantive, read-only reports".
+        return self.kind == "report"
+
+
+_FIXED = {"PROJECT.md": "project", "CONTEXT.md": "context"}
+_FOLDERS = {"adr/": "adr", "reports/": "report", "handoff/": "handoff"}
+
+
+def parse_document_path(path: str) -> DocumentPath:
+    """The document a path names; ValueError for any path outside the fixed set."""
+    if path in _FIXED:
+        return DocumentPath(_FIXED[path], path)
+    for folder, kind in _FOLDERS.items():
+        if path.startswith(folder) and path.endswith(".md"):
+            ident = path[len(folder) : -len(".md")]
+            if kind == "handoff":
+                valid = WORK_ID_RE.fullmatch(ident) is not None
+            else:
+                valid = DOCUMENT_ID_RE.fullmatch(ident) is not None
+            if valid:
+                return DocumentPath(kind, path, ident)
+    raise ValueError(PATH_RULE)
+
+
+def validate_document_path(path: str) -> DocumentPath:
+    try:
+        return parse_document_path(path)
+    except ValueError as exc:
+        raise ValidationError({"path": [str(exc)]}) from None
+
+
+# --- the work-item hook ------------------------------------------------------------
+#
+# A handoff must name a work item of the same project (Gap G-11), but work
+# items live in the governance app, which depends on memory and never the
+# reverse. So memory only defines this hook and governance registers its
+# check in GovernanceConfig.ready(). Without a registered check every
+# handoff is refused: fail closed. The work item may be in any lifecycle
+# state, terminal or paused included: a closing summary of finished work is
+# a legitimate handoff, and a service request is bound to no work item that
+# could narrow the choice further.
+
+WorkItemCheck = Callable[[Project, str], bool]
+_work_item_check: WorkItemCheck | None = None
+
+
+def register_work_item_check(check: WorkItemCheck | None) -> None:
+    global _work_item_check
+    _work_item_check = check
+
+
+def _require_work_item(project: Project, work_id: str) -> None:
+    if _work_item_check is None or not _work_item_check(project, work_id):
+        raise ValidationError(
+            {"path": [f"handoff needs an existing work item of project {project.pk}: {work_id}"]}
+        )
+
+
+# --- validation ---------------------------------------------------------------------
+
+
+def validate_document_content(value: str) -> None:
+    if len(value) > MAX_DOCUMENT_CHARS:
+        raise ValidationError(
+            f"must be at most {MAX_DOCUMENT_CHARS:,} characters, got {len(value):,}"
+        )
+    if "\x00" in value:
+        raise ValidationError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("must be valid Unicode text (no lone surrogates)") from None
+    if not is_substantive(value):
+        raise ValidationError(
+            "requires substantive content: more than headings, table separator rows, "
+            "placeholder bullets (none yet, tbd, todo) or a known template"
+        )
+
+
+def validate_document_reason(value: str | None) -> None:
+    if value is None:
+        return
+    if not value.strip():
+        raise ValidationError("must not be blank; omit it instead")
+    if len(value) > MAX_REASON_CHARS:
+        raise ValidationError(f"must be at most {MAX_REASON_CHARS} characters")
+    if "\x00" in value:
+        raise ValidationError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("must be valid Unicode text (no lone surrogates)") from None
+
+
+def content_sha256(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+# --- writes ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PutResult:
+    document: DocumentRevision
+    created: bool  # a new document (its first revision)
+    changed: bool  # a new revision was stored; False for a same-content update
+
+
+def document_put(
+    *,
+    project: Project,
+    path: str,
+    content: str,
+    author: str,
+    expected_revision: int | None = None,
+    reason: str | None = None,
+) -> PutResult:
+    """Create a document or add its next revision.
+
+    A new document takes no expected_revision (or 0); an existing one needs
+    the current revision number, so a writer never overwrites a revision it
+    has not seen. Reports are write-once. An update whose content equals the
+    current revision's stores nothing and returns that revision.
+
+    The project row is locked (SELECT ... FOR UPDATE on PostgreSQL, BEGIN
+    IMMEDIATE's write lock on SQLite) before the current revision is read,
+    so of two writers with the same expected_revision exactly one wins;
+    UNIQUE(project, path, revision) is the backstop.
+    """
+    target = validate_document_path(path)
+    errors: dict[str, list[str]] = {}
+    for field, validator, value in (
+        ("content", validate_document_content, content),
+        ("reason", validate_document_reason, reason),
+    ):
+        try:
+            validator(value)
+        except ValidationError as exc:
+            errors[field] = list(exc.messages)
+    if expected_revision is not None and expected_revision < 0:
+        errors["expected_revision"] = ["must be 0 (a new document) or a revision number"]
+    if errors:
+        raise ValidationError(errors)
+    if target.kind == "handoff":
+        _require_work_item(project, target.ident or "")
+    try:
+        with transaction.atomic():
+            Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
+            current = DocumentRevision.objects.for_project(project).for_path(path).newest()
+            if current is None:
+                if expected_revision not in (None, 0):
+                    raise StaleRevision(
+                        f"{path} does not exist yet; create it without expected_revision",
+                        current_revision=0,
+                    )
+                number = 1
+            else:
+                if target.write_once:
+                    raise Conflict(f"{path} already exists; reports are write-once")
+                if expected_revision is None:
+                    raise ValidationError(
+                        {
+                            "expected_revision": [
+                                f"required to update {path}; its current revision is "
+                                f"{current.revision}"
+                            ]
+                        }
+                    )
+                if expected_revision != current.revision:
+                    raise StaleRevision(
+                        f"{path} is at revision {current.revision}, not {expected_revision}",
+                        current_revision=current.revision,
+                    )
+                if content == current.content:
+                    return PutResult(current, created=False, changed=False)
+                number = current.revision + 1
+            document = DocumentRevision(
+                project=project,
+                path=path,
+                revision=number,
+                content=content,
+                sha256=content_sha256(content),
+                author=author,
+                created_at=timezone.now(),
+                reason=reason,
+            )
+            document.save(force_insert=True)
+    except IntegrityError:
+        raise Conflict(f"another write to {path} won the race; read it and retry") from None
+    return PutResult(document, created=number == 1, changed=True)
+
+
+# --- reads ----------------------------------------------------------------------------
+
+
+def document_current(project: Project, path: str) -> DocumentRevision | None:
+    """The newest revision of a document (with its content), or None."""
+    return DocumentRevision.objects.for_project(project).for_path(path).newest()
+
+
+def document_revision(project: Project, path: str, revision: int) -> DocumentRevision | None:
+    return DocumentRevision.objects.for_project(project).for_path(path).filter(
+        revision=revision
+    ).first()
+
+
+def document_revisions(project: Project, path: str) -> list[DocumentRevision]:
+    """Every revision of a document, oldest first, without their content."""
+    return list(
+        DocumentRevision.objects.for_project(project)
+        .for_path(path)
+        .defer("content")
+        .order_by("revision")
+    )
+
+
+def document_list(project: Project, prefix: str = "") -> list[DocumentRevision]:
+    """Each document's current revision (without content), sorted by path.
+
+    Filtered and sorted in Python: SQLite's LIKE ignores ASCII case and
+    PostgreSQL's collation may ignore punctuation, and paths must compare by
+    code point on both.
+    """
+    rows = DocumentRevision.objects.for_project(project).current().defer("content")
+    return sorted((row for row in rows if row.path.startswith(prefix)), key=lambda r: r.path)
+
+
+def adr_paths(project: Project) -> list[str]:
+    """Paths of the project's ADRs (``adr/<id>.md``), sorted by file name."""
+    paths = (
+        DocumentRevision.objects.for_project(project)
+        .filter(path__startswith="adr/", revision=1)
+        .values_list("path", flat=True)
+    )
+    return sorted(path for path in paths if path.startswith("adr/"))
+
+
+def as_list_item(row: DocumentRevision) -> dict[str, Any]:
+    return {
+        "path": row.path,
+        "revision": row.revision,
+        "sha256": row.sha256,
+        "author": row.author,
+        "updated_at": format_timestamp(row.created_at),
+    }
