@@ -1,0 +1,248 @@
+"""A small HTTP client for the GedWeb REST API (standard library only).
+
+Every call goes over HTTP to ``/v1``; nothing here imports Django or touches a
+database. Errors become two exception types the CLI and the MCP server turn
+into one-line messages: ``ApiError`` (the server answered with an error) and
+``NetworkError`` (no usable answer, after the retries allowed).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+DEFAULT_URL = "http://127.0.0.1:8787"
+DEFAULT_TIMEOUT = 30.0
+# Statuses a proxy or a restarting server gives while the request may or may not
+# have reached GedWeb: safe to retry only with the same idempotency key.
+TRANSIENT_STATUSES = frozenset({502, 503, 504})
+MAX_ATTEMPTS = 5
+BACKOFF_BASE = 0.25
+BACKOFF_CAP = 4.0
+
+
+class ApiError(Exception):
+    """The server answered with an error status and (usually) a JSON error body."""
+
+    def __init__(self, status: int, code: str, message: str, fields: Any = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.fields = fields
+
+    def one_line(self) -> str:
+        text = f"{self.status} {self.code}: {self.message}"
+        if self.fields:
+            text += " " + json.dumps(self.fields, ensure_ascii=False, separators=(",", ":"))
+        return " ".join(text.split())
+
+
+class NetworkError(Exception):
+    """No answer from the server (refused, reset, timed out) after every attempt."""
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body.decode("utf-8"))
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+def new_idempotency_key() -> str:
+    return f"gedweb-cli-{uuid.uuid4().hex}"
+
+
+def _error_from(response: Response, reason: str) -> ApiError:
+    try:
+        body = response.json()
+    except (ValueError, UnicodeDecodeError):
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        return ApiError(response.status, body["code"], str(body.get("message", "")),
+                        body.get("fields"))
+    return ApiError(response.status, "http_error", reason or "unexpected response")
+
+
+@dataclass
+class Client:
+    url: str = DEFAULT_URL
+    token: str | None = None
+    memory_token: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    max_attempts: int = MAX_ATTEMPTS
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"--url must be an http(s) URL, got {self.url!r}")
+        self._scheme = parts.scheme
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path.rstrip("/")
+
+    # --- transport -----------------------------------------------------------
+
+    def _once(self, method: str, path: str, body: bytes | None,
+              headers: dict[str, str]) -> Response:
+        cls = (http.client.HTTPSConnection if self._scheme == "https"
+               else http.client.HTTPConnection)
+        conn = cls(self._host, self._port, timeout=self.timeout)
+        try:
+            conn.request(method, self._prefix + path, body=body, headers=headers)
+            raw = conn.getresponse()
+            payload = raw.read()
+            return Response(raw.status, {k.lower(): v for k, v in raw.getheaders()}, payload)
+        finally:
+            conn.close()
+
+    def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
+                json_body: Any = None, headers: dict[str, str] | None = None,
+                retry: bool = True, retry_conflict_codes: frozenset[str] = frozenset(),
+                ) -> Response:
+        """One API call; raises ApiError for status >= 400, NetworkError when unreachable.
+
+        With retry, network errors and 502/503/504 are retried with bounded
+        exponential backoff and jitter, sending exactly the same request (so a
+        POST must carry an Idempotency-Key to be retried safely).
+        """
+        if query:
+            pairs = {k: v for k, v in query.items() if v is not None}
+            if pairs:
+                path += "?" + urlencode(pairs)
+        all_headers = {"Accept": "application/json, text/plain;q=0.9, */*;q=0.1",
+                       "User-Agent": "gedweb-cli/1"}
+        if self.token:
+            all_headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if json_body is not None:
+            data = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
+            all_headers["Content-Type"] = "application/json"
+        if method in ("POST", "PUT", "PATCH", "DELETE") and self.memory_token:
+            all_headers["X-Memory-Token"] = self.memory_token
+        if headers:
+            all_headers.update(headers)
+        attempts = self.max_attempts if retry else 1
+        last_problem = ""
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._once(method, path, data, all_headers)
+            except (OSError, http.client.HTTPException, socket.timeout) as exc:
+                last_problem = _describe(exc)
+            else:
+                if response.status < 400:
+                    return response
+                error = _error_from(response, http.client.responses.get(response.status, ""))
+                transient = (response.status in TRANSIENT_STATUSES
+                             or error.code in retry_conflict_codes)
+                if not transient or attempt == attempts:
+                    raise error
+                last_problem = error.one_line()
+            if attempt < attempts:
+                delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+                self.sleep(delay * (0.5 + random.random() / 2))
+        raise NetworkError(
+            f"cannot reach {self.url}: {last_problem} (after {attempts} attempt"
+            f"{'s' if attempts != 1 else ''})"
+        )
+
+    def get_json(self, path: str, **query: Any) -> Any:
+        return self.request("GET", path, query=query).json()
+
+    # --- API -----------------------------------------------------------------
+
+    @staticmethod
+    def project_path(project: str, *rest: str) -> str:
+        parts = ["v1", "projects", project, *rest]
+        return "/" + "/".join(quote(str(p), safe="") for p in parts)
+
+    def memory_add(self, project: str, category: str, content: str, source: str | None = None,
+                   corrects: str | int | None = None,
+                   idempotency_key: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"category": category, "content": content}
+        if source is not None:
+            body["source"] = source
+        if corrects is not None:
+            body["corrects"] = corrects
+        key = idempotency_key or new_idempotency_key()
+        response = self.request(
+            "POST", self.project_path(project, "memory"), json_body=body,
+            headers={"Idempotency-Key": key},
+            # The first attempt may still be running on the server.
+            retry_conflict_codes=frozenset({"idempotency_in_flight"}),
+        )
+        return response.json()
+
+    def memory_page(self, project: str, **query: Any) -> dict[str, Any]:
+        return self.get_json(self.project_path(project, "memory"), **query)
+
+    def memory_all(self, project: str, page_size: int = 500,
+                   **query: Any) -> list[dict[str, Any]]:
+        """Every entry in seq order, following next_cursor."""
+        items: list[dict[str, Any]] = []
+        after: int | None = None
+        while True:
+            page = self.memory_page(project, limit=page_size, after=after, order="asc", **query)
+            batch = page.get("items")
+            if not isinstance(batch, list):
+                raise ApiError(200, "bad_response", "the listing has no items array")
+            items.extend(batch)
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                return items
+            if not isinstance(cursor, int) or (after is not None and cursor <= after):
+                raise ApiError(200, "bad_response", f"next_cursor does not advance: {cursor!r}")
+            after = cursor
+
+    def memory_get(self, project: str, ref: str | int) -> dict[str, Any]:
+        return self.get_json(self.project_path(project, "memory", str(ref)))
+
+    def context(self, project: str, work_id: str | None = None) -> str:
+        return self.request("GET", self.project_path(project, "context"),
+                            query={"work_id": work_id}).text
+
+    def standards(self, project: str) -> str:
+        return self.request("GET", self.project_path(project, "standards")).text
+
+    def work_open(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
+        # Not idempotent on the server: never retried, so work is opened at most once.
+        return self.request("POST", self.project_path(project, "work"), json_body=body,
+                            retry=False).json()
+
+    def governance(self, project: str, work_id: str) -> dict[str, Any]:
+        return self.get_json(self.project_path(project, "work", work_id, "governance"))
+
+    def guard(self, project: str, work_id: str, action: str) -> dict[str, Any]:
+        # The guard only reads state, so a retry is harmless.
+        return self.request("POST", self.project_path(project, "work", work_id, "governance",
+                                                      "guard"),
+                            json_body={"action": action}).json()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, (ConnectionResetError, http.client.RemoteDisconnected)):
+        return "connection closed before a response"
+    if isinstance(exc, (TimeoutError, socket.timeout)):
+        return "timed out"
+    if isinstance(exc, socket.gaierror):
+        return "unknown host"
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
