@@ -79,17 +79,16 @@ class EntryQuerySet(models.QuerySet):
     def search(self, text: str) -> EntryQuerySet:
         """Entries whose content holds every word of text, through the full-text index.
 
-        SQLite answers from the FTS5 table memory_entry_fts and PostgreSQL
-        from the GIN index on to_tsvector('simple', content); both are
-        created by migration 0002.
+        SQLite answers from the FTS5 table memory_entry_fts (migration 0002)
+        and PostgreSQL from the GIN index on the stored column content_tsv,
+        to_tsvector('simple', content) (migration 0004).
         """
         words = search_words(text)
         if not words:
             return self.none()
         if connection.vendor == "postgresql":
             condition = RawSQL(
-                "to_tsvector('simple'::regconfig, memory_memoryentry.content)"
-                " @@ plainto_tsquery('simple'::regconfig, %s)",
+                "memory_memoryentry.content_tsv @@ plainto_tsquery('simple'::regconfig, %s)",
                 [" ".join(words)],
                 output_field=BooleanField(),
             )
