@@ -50,6 +50,24 @@ class InvalidState(DomainError):
     status, code = 422, "invalid_state"
 
 
+class StaleRevision(DomainError):
+    """A compare-and-swap named a revision that is no longer current."""
+
+    status, code = 409, "stale_revision"
+
+
+class DuplicateEvidence(DomainError):
+    status, code = 409, "duplicate_evidence"
+
+
+class GovernanceBlocked(DomainError):
+    status, code = 409, "governance_blocked"
+
+
+class DecisionRequired(DomainError):
+    status, code = 422, "decision_required"
+
+
 class MemoryWriteForbidden(drf.PermissionDenied):
     default_detail = "memory writes need the memory write token (X-Memory-Token)"
     default_code = "memory_write_forbidden"

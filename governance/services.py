@@ -22,7 +22,15 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gedweb.exceptions import DomainError
+from gedweb.exceptions import (
+    Conflict,
+    DecisionRequired,
+    DomainError,
+    DuplicateEvidence,
+    GovernanceBlocked,
+    InvalidState,
+    StaleRevision,
+)
 from gedweb.lib import governance as gov
 from gedweb.lib.fingerprint import file_set_fingerprint
 from governance.models import (
@@ -35,42 +43,17 @@ from governance.models import (
 )
 from memory.models import Project
 
-
-class StaleRevision(DomainError):
-    status, code = 409, "stale_revision"
-
-
-class DuplicateEvidence(DomainError):
-    status, code = 409, "duplicate_evidence"
-
-
-class GovernanceBlocked(DomainError):
-    status, code = 409, "governance_blocked"
-
-
-class InvalidGovernanceState(DomainError):
-    status, code = 422, "invalid_state"
-
-
-class DecisionRequired(DomainError):
-    status, code = 422, "decision_required"
-
-
-class WorkConflict(DomainError):
-    status, code = 409, "conflict"
-
-
 _ERRORS: dict[str, type[DomainError]] = {
     gov.STALE_REVISION: StaleRevision,
     gov.DUPLICATE_EVIDENCE: DuplicateEvidence,
     gov.GOVERNANCE_BLOCKED: GovernanceBlocked,
-    gov.INVALID_STATE: InvalidGovernanceState,
-    gov.ALREADY_EXISTS: WorkConflict,
+    gov.INVALID_STATE: InvalidState,
+    gov.ALREADY_EXISTS: Conflict,
 }
 
 
 def domain_error(exc: gov.GovernanceError) -> DomainError:
-    return _ERRORS.get(exc.code, InvalidGovernanceState)(exc.message)
+    return _ERRORS.get(exc.code, InvalidState)(exc.message)
 
 
 def _now() -> datetime:
@@ -119,7 +102,7 @@ def governance_document(work: WorkItem) -> dict[str, Any]:
     try:
         gov.validate_state(document, work.work_id)  # fail closed on a corrupt record
     except gov.GovernanceError as exc:
-        raise InvalidGovernanceState(f"stored governance is invalid: {exc.message}") from None
+        raise InvalidState(f"stored governance is invalid: {exc.message}") from None
     return document
 
 
@@ -185,7 +168,7 @@ def governance_write(
                 raise domain_error(exc) from None
             earlier = current["evidence"]
             if following["evidence"][: len(earlier)] != earlier:
-                raise InvalidGovernanceState("evidence is append-only")
+                raise InvalidState("evidence is append-only")
             _store_revision(work, len(current["evidence"]), following, operation, author)
     except IntegrityError:
         # Only reachable if the row lock were bypassed: the unique
@@ -476,7 +459,7 @@ def allowed_files(work: WorkItem) -> tuple[str, ...]:
 def _next_version(rows: Any, expected_version: int | None) -> int:
     current = rows.order_by("-version").values_list("version", flat=True).first() or 0
     if expected_version is not None and expected_version != current:
-        raise WorkConflict(
+        raise Conflict(
             f"stale version {expected_version}; current version is {current}",
             current_version=current,
         )
@@ -486,7 +469,7 @@ def _next_version(rows: Any, expected_version: int | None) -> int:
 def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
                     expected_version: int | None = None) -> WorkFile:
     if name not in allowed_files(work):
-        raise WorkConflict(f"{name} is not a file of {work.mode} work")
+        raise Conflict(f"{name} is not a file of {work.mode} work")
     with transaction.atomic():
         WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
         # Editing work files is a metadata mutation in GedPi's guard.

@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gedweb.exceptions import Conflict, DomainError
+from gedweb.exceptions import Conflict, StaleRevision
 from gedweb.lib.governance import WORK_ID_RE
 from gedweb.lib.substantive import is_substantive
 from memory.models import DocumentRevision, Project, format_timestamp
@@ -48,10 +48,6 @@ PATH_RULE = (
     "must be PROJECT.md, CONTEXT.md, adr/<id>.md, reports/<id>.md or handoff/<work_id>.md, "
     "where <id> matches ^[a-z0-9][a-z0-9._-]{0,127}$ and <work_id> is a generated work id"
 )
-
-
-class StaleRevision(DomainError):
-    status, code = 409, "stale_revision"
 
 
 @dataclass(frozen=True)

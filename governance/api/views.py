@@ -18,6 +18,7 @@ from drf_spectacular.utils import (
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.exceptions import Conflict
 from gedweb.lib.governance import format_time, render_state_md
 from governance import services
 from governance.api import serializers as s
@@ -142,7 +143,7 @@ class WorkFileView(WorkAPIView):
         if name not in services.allowed_files(self.work):
             # Contract §5: planned files only for planned-change work, DIRECT.md
             # only for direct-change, else 409 (as for PUT).
-            raise services.WorkConflict(f"{name} is not a file of {self.work.mode} work")
+            raise Conflict(f"{name} is not a file of {self.work.mode} work")
         query = _query(s.FileQuerySerializer, request)
         rows = WorkFile.objects.filter(work=self.work, name=name)
         if "version" in query:
