@@ -1,0 +1,265 @@
+"""Careful file access inside a checkout: containment, no symlinks, durable writes.
+
+The GedPi interop commands (``ged_migrate_v3``, ``ged_import``, ``ged_export``)
+read and write inside a repository that an agent or a user may have arranged
+badly or maliciously. Every path they touch goes through this module:
+
+- a path is given relative to the checkout root and must stay inside it;
+- every existing component is checked with ``lstat``: a symbolic link anywhere
+  on the way is refused (GedPi §9.1), and so is anything that is neither a
+  directory nor a regular file (FIFOs, sockets, devices; §9.2);
+- reads open with ``O_NOFOLLOW | O_NONBLOCK`` and re-check device and inode
+  after opening, so a swap between the check and the open is noticed;
+- writes are durable (fsync of the file and of its directory, fixing GedPi's
+  G-3) and either atomic (temporary file + rename) or create-only (temporary
+  file + hard link, which fails when the target exists).
+
+This is accident prevention and tamper refusal, not an OS sandbox: a process
+with write access to the checkout can still race a check (GedPi says the same).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+READ = "Read source"
+WRITE = "Write target"
+
+
+class UnsafePath(Exception):
+    """A path escapes the root, crosses a symlink, or is not a regular file."""
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def normalize(rel: str | PurePosixPath, op: str = READ) -> PurePosixPath:
+    """A clean relative POSIX path, or UnsafePath for absolute, ``..``, NUL or empty."""
+    text = str(rel)
+    if not text or "\x00" in text:
+        raise UnsafePath(f"{op} is not a valid relative path: {text!r}")
+    path = PurePosixPath(text)
+    if path.is_absolute() or ".." in path.parts or text.startswith("~"):
+        raise UnsafePath(f"{op} escapes the repository: {text}")
+    parts = [part for part in path.parts if part != "."]
+    if not parts:
+        raise UnsafePath(f"{op} is not a valid relative path: {text!r}")
+    return PurePosixPath(*parts)
+
+
+def check(root: Path, rel: str | PurePosixPath, op: str = READ) -> Path:
+    """Return ``root / rel`` after the containment check and the component walk.
+
+    The walk stops at the first missing component: a path still to be created
+    is safe. The last existing component must be a directory or a regular file.
+    """
+    clean = normalize(rel, op)
+    current = Path(root)
+    walked: list[str] = []
+    for part in clean.parts:
+        current = current / part
+        walked.append(part)
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            break
+        if stat.S_ISLNK(info.st_mode):
+            raise UnsafePath(f"{op} traverses a symbolic link: {'/'.join(walked)}")
+        if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            raise UnsafePath(f"{op} is not a regular file or directory: {'/'.join(walked)}")
+    return Path(root) / clean
+
+
+def exists(root: Path, rel: str | PurePosixPath) -> bool:
+    return os.path.lexists(check(root, rel))
+
+
+def is_file(root: Path, rel: str | PurePosixPath) -> bool:
+    path = check(root, rel)
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def is_dir(root: Path, rel: str | PurePosixPath) -> bool:
+    path = check(root, rel)
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def read_bytes(root: Path, rel: str | PurePosixPath) -> bytes | None:
+    """The file's bytes, or None when it does not exist. Never follows a symlink."""
+    path = check(root, rel, READ)
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(before.st_mode):
+        raise UnsafePath(f"{READ} is not a regular file: {normalize(rel)}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(f"{READ} traverses a symbolic link: {normalize(rel)}") from None
+        raise
+    try:
+        after = os.fstat(fd)
+        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino) or not stat.S_ISREG(
+            after.st_mode
+        ):
+            raise UnsafePath(f"{READ} changed while it was opened: {normalize(rel)}")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(root: Path, rel: str | PurePosixPath) -> str | None:
+    """UTF-8 text of a file (strict), or None when it does not exist."""
+    data = read_bytes(root, rel)
+    return None if data is None else data.decode("utf-8")
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(root: Path, rel_dir: str | PurePosixPath) -> Path:
+    """Create ``rel_dir`` and its parents, refusing symlinks on the way."""
+    clean = normalize(rel_dir, WRITE)
+    current = Path(root)
+    for part in clean.parts:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            try:
+                os.mkdir(current)
+            except FileExistsError:
+                pass  # created concurrently; checked below
+            fsync_dir(current.parent)
+            info = os.lstat(current)
+        if not stat.S_ISDIR(info.st_mode):
+            raise UnsafePath(f"{WRITE} traverses a non-directory: {clean}")
+    return current
+
+
+def _write_temp(directory: Path, data: bytes) -> Path:
+    temp = directory / f".gedweb-tmp-{uuid.uuid4().hex}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return temp
+
+
+def atomic_write(root: Path, rel: str | PurePosixPath, data: bytes) -> None:
+    """Replace ``rel`` with ``data``: readers see the old bytes or the new, never a mix."""
+    target = check(root, rel, WRITE)
+    clean = normalize(rel, WRITE)
+    directory = make_dirs(root, clean.parent) if clean.parent.parts else Path(root)
+    temp = _write_temp(directory, data)
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    fsync_dir(directory)
+
+
+def publish_exclusive(root: Path, rel: str | PurePosixPath, data: bytes) -> bool:
+    """Create ``rel`` with ``data`` only if it does not exist yet.
+
+    Returns True when this call created it, False when it already existed (the
+    caller decides whether the existing bytes are acceptable). The file appears
+    complete or not at all: it is written to a temporary name and hard-linked.
+    """
+    target = check(root, rel, WRITE)
+    clean = normalize(rel, WRITE)
+    directory = make_dirs(root, clean.parent) if clean.parent.parts else Path(root)
+    temp = _write_temp(directory, data)
+    try:
+        os.link(temp, target, follow_symlinks=False)
+    except FileExistsError:
+        return False
+    finally:
+        temp.unlink(missing_ok=True)
+    fsync_dir(directory)
+    return True
+
+
+def remove(root: Path, rel: str | PurePosixPath) -> bool:
+    """Delete a regular file; True if it existed. The directory entry removal is fsynced."""
+    target = check(root, rel, WRITE)
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafePath(f"{WRITE} is not a regular file: {normalize(rel)}")
+    target.unlink()
+    fsync_dir(target.parent)
+    return True
+
+
+def walk_files(root: Path, rel_dir: str | PurePosixPath, *, recursive: bool = True,
+               skip_symlinks: bool = False) -> Iterator[str]:
+    """Relative paths of the regular files under ``rel_dir``, sorted by path.
+
+    A symlink or special file raises UnsafePath, unless ``skip_symlinks`` (GedPi's
+    non-recursive task scan skips symlink entries silently). A missing directory
+    yields nothing.
+    """
+    clean = PurePosixPath() if str(rel_dir) in ("", ".") else normalize(rel_dir)
+    base = check(root, clean) if clean.parts else Path(root)
+    try:
+        info = os.lstat(base)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePath(f"{READ} is not a directory: {clean}")
+    found: list[str] = []
+    stack = [clean]
+    while stack:
+        current = stack.pop()
+        for entry in os.scandir(Path(root) / current):
+            rel = (current / entry.name).as_posix()
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                if skip_symlinks:
+                    continue
+                raise UnsafePath(f"{READ} traverses a symbolic link: {rel}")
+            if stat.S_ISDIR(mode):
+                if recursive:
+                    stack.append(current / entry.name)
+            elif stat.S_ISREG(mode):
+                found.append(rel)
+            elif not skip_symlinks:
+                raise UnsafePath(f"{READ} is not a regular file or directory: {rel}")
+    yield from sorted(found)
