@@ -260,10 +260,12 @@ class Database:
 class Server:
     """gunicorn with gunicorn.conf.py and gedweb.wsgi, as `make run` starts it."""
 
-    def __init__(self, env: dict[str, str], port: int, log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], port: int, log_path: Path,
+                 app: str = "gedweb.wsgi") -> None:
         self.env = env
         self.port = port
         self.log_path = log_path
+        self.app = app
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -272,8 +274,8 @@ class Server:
         # gunicorn >= 25 opens a control socket at ~/.gunicorn/gunicorn.ctl by
         # default; a private path keeps a developer's `make run` untouched.
         command += ["--config", "gunicorn.conf.py",
-                    "--control-socket", str(self.log_path.parent / "gunicorn.ctl"),
-                    "gedweb.wsgi"]
+                    "--control-socket", str(self.log_path.with_suffix(".ctl")),
+                    self.app]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
@@ -512,6 +514,37 @@ def append_throughput(
         "_seqs": all_seqs,
         "_latencies": all_latencies,
     }
+
+
+def floor_throughput(
+    env: dict[str, str], tmp: Path, clients: int, count: int, seconds: float,
+    problems: list[str], log: Any,
+) -> dict[str, Any]:
+    """The same append load against bench/floor.py under the same gunicorn config.
+
+    The floor always writes SQLite WAL (synchronous=FULL), whatever database
+    GedWeb runs on: it is the reference for "the least a server must do".
+    """
+    import floor
+
+    port = free_port()
+    database = tmp / "floor.sqlite3"
+    token = secrets.token_urlsafe(32)
+    floor_env = dict(env, PORT=str(port), FLOOR_DATABASE=str(database), FLOOR_TOKEN=token,
+                     PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]))
+    server = Server(floor_env, port, tmp / "floor-gunicorn.log", app="floor:app")
+    log(f"floor server (bench/floor.py, same gunicorn config): {clients} clients")
+    server.start()
+    try:
+        append_throughput(port, token, "floor-warmup", clients, 4 * clients, 120, seed=1)
+        result = append_throughput(port, token, "floor", clients, count, seconds, seed=2)
+    finally:
+        server.stop()
+    problems += [f"floor: {p}" for p in check_throughput(result, 0, floor.verify(str(database),
+                                                                                "floor"))]
+    log(f"  {result['appends_per_s']} appends/s, p50 {result['latency'].get('p50_ms')} ms, "
+        f"errors {result['errors']}, {result['check']}")
+    return result
 
 
 def combine_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -762,6 +795,7 @@ def print_report(results: dict[str, Any]) -> None:
     out(f"{'append throughput':42} {'clients':>7} {'appends/s':>10} {'p50 ms':>8} "
         f"{'p99 ms':>8} {'errors':>6} {'acked':>7} {'srv cpu/op':>10} {'busy':>5}  check")
     rows = (
+        ("floor: bench/floor.py, SQLite WAL", "floor"),
         ("phase 1: project starting empty", "empty"),
         ("ABBA: project starting empty", "empty_abba"),
         (f"ABBA: project with {n:,}+ entries", "seeded"),
@@ -780,6 +814,10 @@ def print_report(results: dict[str, Any]) -> None:
             f"{_num(cpu.get('server_cpu_ms_per_request'), 10)} "
             f"{(f'{busy:.0%}' if busy is not None else '-'):>5}  {row.get('check', '-')}")
     out("(srv cpu/op: gunicorn CPU ms per append; busy: whole-machine CPU use during the run)")
+    floor_row, empty_row = results["throughput"].get("floor"), results["throughput"].get("empty")
+    if floor_row and empty_row and floor_row["appends_per_s"]:
+        out(f"GedWeb / floor throughput: "
+            f"{empty_row['appends_per_s'] / floor_row['appends_per_s']:.2f}")
     out("")
     latency = results["latency"]
     columns = [("empty", "before seeding"), ("empty_interleaved", "empty, alt."),
@@ -876,6 +914,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="results file (default bench/results/latest-<db>.json)")
     parser.add_argument("--keep-tmp", action="store_true",
                         help="keep the temporary directory (database, mirrors, server log)")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="skip the floor server (bench/floor.py) throughput run")
     parser.add_argument("--keep-db", action="store_true",
                         help="do not drop the PostgreSQL database at the end")
     args = parser.parse_args(argv)
@@ -972,6 +1012,10 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
         results["throughput"]["empty"] = tput
         log(f"  {tput['appends_per_s']} appends/s, p50 {tput['latency'].get('p50_ms')} ms, "
             f"errors {tput['errors']}, {tput['check']}")
+
+        if not args.no_floor:
+            results["throughput"]["floor"] = floor_throughput(
+                env, tmp, args.clients, tp_count, tp_seconds, problems, log)
 
         log(f"single-client latency on a project starting empty ({args.samples} samples each)")
         results["load"]["latency_empty"] = loadavg()

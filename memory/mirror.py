@@ -210,6 +210,8 @@ def expected_digest(project: Project) -> str:
 def check(project: Project) -> bool:
     """True when the file is byte for byte what a rebuild would write.
 
+    A project without entries may have no file yet: nothing has been appended.
+
     A mirror directory that is a symlink, or that cannot be locked, never
     holds a faithful mirror: that is drift to report, not a crash.
     """
@@ -219,6 +221,9 @@ def check(project: Project) -> bool:
             digest = hashlib.sha256()
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                # The first append writes the file; before it, absence is faithful.
+                return not MemoryEntry.objects.for_project(project).exists()
             except OSError:
                 return False
             try:

@@ -632,3 +632,13 @@ def test_a_rebuild_removes_temp_files_left_by_a_killed_writer(alpha, memory_root
     disk_mirror.rebuild(alpha.project)
     assert not stale.exists()
     assert disk_mirror.check(alpha.project)
+
+
+def test_a_project_without_entries_needs_no_mirror_file(alpha):
+    assert not mirror.mirror_path(alpha.id).exists()
+    assert mirror.check(alpha.project) is True
+
+
+def test_a_deleted_mirror_of_a_project_with_entries_is_drift(mirrored):
+    mirror.mirror_path(mirrored.id).unlink()
+    assert mirror.check(mirrored.project) is False
