@@ -820,8 +820,9 @@ def print_report(results: dict[str, Any]) -> None:
             f"{empty_row['appends_per_s'] / floor_row['appends_per_s']:.2f}")
     out("")
     latency = results["latency"]
+    mid = results["args"].get("mid_seed") or 0
     columns = [("empty", "before seeding"), ("empty_interleaved", "empty, alt."),
-               ("seeded", f"{n:,}, alt.")]
+               ("mid", f"{mid:,}, alt."), ("seeded", f"{n:,}, alt.")]
     columns = [(key, title) for key, title in columns if key in latency]
     header = f"{'single client, ms':30}"
     for _, title in columns:
@@ -863,6 +864,11 @@ def print_report(results: dict[str, Any]) -> None:
         out(f"ratios {n:,}/empty (alternating requests): append p50 {ratios.get('append_p50')}, "
             f"newest-100 p50 {ratios.get('newest_100_p50')}, "
             f"append throughput (ABBA) {ratios.get('append_throughput')}")
+        if "append_p50_mid" in ratios:
+            out(f"ratios {mid:,}/empty (alternating requests): append p50 "
+                f"{ratios.get('append_p50_mid')}, newest-100 p50 "
+                f"{ratios.get('newest_100_p50_mid')}, search rare p50 "
+                f"{ratios.get('search_rare_p50_mid')}")
         out(f"ratios {n:,}/empty (seeded vs before seeding): append p50 "
             f"{ratios.get('append_p50_vs_before_seeding')}, newest-100 p50 "
             f"{ratios.get('newest_100_p50_vs_before_seeding')}")
@@ -903,6 +909,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="appends per throughput run instead of a duration")
     parser.add_argument("--seed", type=int, default=100_000,
                         help="entries seeded into the large project (default 100000; 0 skips)")
+    parser.add_argument("--mid-seed", type=int, default=10_000,
+                        help="entries of the middle growth point (default 10000; 0 skips)")
     parser.add_argument("--samples", type=int, default=300,
                         help="requests per single-client latency figure (default 300)")
     parser.add_argument("--database-url", default=None,
@@ -925,6 +933,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--duration must be 1..600 seconds")
     if args.appends is not None and not 1 <= args.appends <= MAX_APPENDS:
         parser.error(f"--appends must be 1..{MAX_APPENDS}")
+    if not 0 <= args.mid_seed <= 5_000_000:
+        parser.error("--mid-seed must be 0..5,000,000")
     if not 0 <= args.seed <= 5_000_000:
         parser.error("--seed must be 0..5,000,000")
     if not 100 <= args.samples <= 100_000:
@@ -980,7 +990,7 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
         admin = Client(port, admin_token)
         tokens: dict[str, str] = {}
         for project in ("bench-warmup", "bench-tput", "bench-empty", "bench-seeded",
-                        "bench-zero", "bench-zero-tput"):
+                        "bench-mid", "bench-zero", "bench-zero-tput"):
             body = admin.json("POST", "/v1/projects", {"id": project, "name": project},
                               expect=201)
             tokens[project] = body["token"]
@@ -1053,16 +1063,30 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
             results["seed"] = seed_info
             log(f"  verify: ok={report['ok']} entries={report['entries']} in {seconds:.2f} s")
 
-            log(f"single-client latency, alternating between a project starting empty and "
-                f"the one with {n:,} entries")
+            targets = [("bench-zero", tokens["bench-zero"])]
+            if args.mid_seed:
+                log(f"seeding {args.mid_seed:,} entries into bench-mid")
+                proc = subprocess.run(
+                    [PYTHON, str(HERE / "seed.py"), "--project", "bench-mid",
+                     "--count", str(args.mid_seed)],
+                    cwd=REPO, env=env, capture_output=True, text=True, timeout=1200, check=False,
+                )
+                if proc.returncode != 0:
+                    raise BenchError(f"seeding bench-mid failed:\n{proc.stderr[-2000:]}")
+                targets.append(("bench-mid", tokens["bench-mid"]))
+            targets.append(("bench-seeded", tokens["bench-seeded"]))
+            log("single-client latency, alternating request by request between projects with "
+                + ", ".join(("0" if p == "bench-zero" else f"{args.mid_seed:,}"
+                             if p == "bench-mid" else f"{n:,}") for p, _ in targets)
+                + " entries")
             results["load"]["latency_interleaved"] = loadavg()
             pair, results["cpu"]["latency_interleaved"] = latency_suite(
-                port,
-                [("bench-zero", tokens["bench-zero"]), ("bench-seeded", tokens["bench-seeded"])],
-                args.samples, phase_seconds, seed=4, meter=meter,
+                port, targets, args.samples, phase_seconds, seed=4, meter=meter,
             )
             results["latency"]["empty_interleaved"] = pair["bench-zero"]
             results["latency"]["seeded"] = pair["bench-seeded"]
+            if "bench-mid" in pair:
+                results["latency"]["mid"] = pair["bench-mid"]
 
             # Throughput in ABBA rounds (small, seeded, seeded, small) so that
             # a drift in machine load affects both sides alike.
@@ -1093,6 +1117,9 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
                 for stat in ("p50_ms", "p99_ms"):
                     key = f"{op}_{stat[:3]}"
                     ratios[key] = ratio(seeded[op].get(stat), empty[op].get(stat))
+                    if "mid" in results["latency"]:
+                        ratios[f"{key}_mid"] = ratio(
+                            results["latency"]["mid"][op].get(stat), empty[op].get(stat))
                     ratios[f"{key}_vs_before_seeding"] = ratio(
                         seeded[op].get(stat), before_seed[op].get(stat))
             ratios["append_throughput"] = ratio(
