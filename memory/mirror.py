@@ -91,45 +91,68 @@ def _read_tail(fd: int, size: int, count: int) -> bytes:
     return os.pread(fd, count, size - count)
 
 
-def _mirrored_seq(project: Project, path: Path) -> int | None:
-    """The seq the file provably ends with, or None when it must be rebuilt."""
+@dataclass(frozen=True)
+class _Tail:
+    """What the file's last line claims: empty (header only) or the entry it names."""
+
+    fd: int
+    size: int
+    header_size: int
+    named: tuple[str, str] | None  # (uuid, hash) of the last block, None: header only
+
+    def ends_with(self, row: dict) -> bool:
+        """True when the file ends with exactly this entry's block."""
+        block = render_append(row).encode()
+        return (self.size >= self.header_size + len(block)
+                and _read_tail(self.fd, self.size, len(block)) == block)
+
+
+@contextmanager
+def _open_tail(project_id: str, path: Path) -> Iterator[_Tail | None]:
+    """The file's tail claim, or None when the file must be rebuilt."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
-        return None
+        yield None
+        return
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return None
-        raise
+        if exc.errno != errno.ELOOP:
+            raise
+        yield None
+        return
     try:
         size = os.fstat(fd).st_size
-        header = render_header(project.pk).encode()
+        header = render_header(project_id).encode()
         if size == len(header):
-            return 0 if os.pread(fd, size, 0) == header else None
+            yield _Tail(fd, size, len(header), None) if os.pread(fd, size, 0) == header else None
+            return
         probe = _read_tail(fd, size, _TAIL_PROBE_BYTES)
         newline = probe.rfind(b"\n", 0, len(probe) - 1)
         try:
-            last_line = probe[newline + 1 :].decode("utf-8")
+            named = parse_last_trailer(probe[newline + 1 :].decode("utf-8"))
         except UnicodeDecodeError:
+            named = None
+        yield None if named is None else _Tail(fd, size, len(header), named)
+    finally:
+        os.close(fd)
+
+
+def _mirrored_seq(project_id: str, path: Path) -> int | None:
+    """The seq the file provably ends with, or None when it must be rebuilt."""
+    with _open_tail(project_id, path) as tail:
+        if tail is None:
             return None
-        named = parse_last_trailer(last_line)
-        if named is None:
-            return None
-        entry_uuid, entry_hash = named
+        if tail.named is None:
+            return 0
+        entry_uuid, entry_hash = tail.named
         rows = (
-            MemoryEntry.objects.for_project(project)
-            .filter(uuid=entry_uuid, hash=entry_hash)
+            MemoryEntry.objects.filter(project_id=project_id, uuid=entry_uuid, hash=entry_hash)
             .chain_rows()
         )
         row = next(rows, None)
-        if row is None:
-            return None
-        block = render_append(row).encode()
-        if size < len(header) + len(block) or _read_tail(fd, size, len(block)) != block:
+        if row is None or not tail.ends_with(row):
             return None
         return int(row["seq"])
-    finally:
-        os.close(fd)
 
 
 def _remove_stale_temp_files(directory: Path) -> None:
@@ -139,15 +162,15 @@ def _remove_stale_temp_files(directory: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def _rebuild(project: Project, directory: Path) -> None:
+def _rebuild(project_id: str, directory: Path) -> None:
     _remove_stale_temp_files(directory)
     tmp = directory / f"{TMP_PREFIX}{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
         buffer: list[str] = []
         pending = 0
-        rows = MemoryEntry.objects.for_project(project).chain_rows()
-        for chunk in render_chunks(project.pk, rows):
+        rows = MemoryEntry.objects.filter(project_id=project_id).chain_rows()
+        for chunk in render_chunks(project_id, rows):
             buffer.append(chunk)
             pending += len(chunk)
             if pending >= 1 << 20:
@@ -165,8 +188,13 @@ def _rebuild(project: Project, directory: Path) -> None:
     _fsync_dir(directory)
 
 
-def _append_after(project: Project, path: Path, seq: int) -> int:
-    rows = list(MemoryEntry.objects.for_project(project).filter(seq__gt=seq).chain_rows())
+def _append_after(project_id: str, path: Path, seq: int) -> int:
+    return _append_rows(
+        path, list(MemoryEntry.objects.filter(project_id=project_id, seq__gt=seq).chain_rows())
+    )
+
+
+def _append_rows(path: Path, rows: list[dict]) -> int:
     if not rows:
         return 0
     data = "".join(render_append(row) for row in rows).encode()
@@ -187,17 +215,48 @@ def _append_after(project: Project, path: Path, seq: int) -> int:
 def sync(project: Project) -> SyncResult:
     """Bring one project's mirror up to date with the database."""
     with _locked(project.pk) as directory:
+        return _sync_locked(project.pk, directory / MIRROR_NAME)
+
+
+def _sync_locked(project_id: str, path: Path) -> SyncResult:
+    seq = _mirrored_seq(project_id, path)
+    if seq is None:
+        _rebuild(project_id, path.parent)
+        return SyncResult(project_id, appended=0, rebuilt=True)
+    return SyncResult(project_id, appended=_append_after(project_id, path, seq), rebuilt=False)
+
+
+def sync_after_append(project_id: str, seq: int) -> SyncResult:
+    """sync() for the writer of entry ``seq``, in one query when the file is one behind.
+
+    The usual case: the file ends with entry seq - 1 (or already with seq,
+    when a concurrent writer got there first). One read of the entries from
+    seq - 1 on confirms the tail block byte for byte and gives the blocks to
+    append. Anything else takes the general path of sync().
+    """
+    with _locked(project_id) as directory:
         path = directory / MIRROR_NAME
-        seq = _mirrored_seq(project, path)
-        if seq is None:
-            _rebuild(project, directory)
-            return SyncResult(project.pk, appended=0, rebuilt=True)
-        return SyncResult(project.pk, appended=_append_after(project, path, seq), rebuilt=False)
+        with _open_tail(project_id, path) as tail:
+            if tail is not None:
+                rows = list(
+                    MemoryEntry.objects.filter(project_id=project_id, seq__gte=max(seq - 1, 1))
+                    .chain_rows()
+                )
+                for index, row in enumerate(rows):
+                    if tail.named == (str(row["id"]), row["hash"]) and tail.ends_with(row):
+                        tail_rows = rows[index + 1:]
+                        break
+                else:
+                    tail_rows = rows if tail.named is None and seq == 1 else None
+                if tail_rows is not None:
+                    return SyncResult(project_id, appended=_append_rows(path, tail_rows),
+                                      rebuilt=False)
+        return _sync_locked(project_id, path)
 
 
 def rebuild(project: Project) -> None:
     with _locked(project.pk) as directory:
-        _rebuild(project, directory)
+        _rebuild(project.pk, directory)
 
 
 def expected_digest(project: Project) -> str:
@@ -236,13 +295,13 @@ def check(project: Project) -> bool:
         return False
 
 
-def after_commit(project_id: str) -> None:
-    """Runs after an append commits: the entry is safe, so never raise from here."""
+def after_commit(project_id: str, seq: int) -> None:
+    """Runs after entry ``seq`` commits: the entry is safe, so never raise from here."""
     if settings.MIRROR_WRITER != "inline":
         return
     failpoint("mirror.after_commit")
     try:
-        sync(Project.objects.get(pk=project_id))
+        sync_after_append(project_id, seq)
     except Exception:
         # The record is committed; the next sync, `memory mirror --rebuild`
         # or the follower repairs the file from the database.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -27,6 +27,7 @@ from memory.models import (
     MemoryEntry,
     Project,
     ProjectToken,
+    format_timestamp,
     hash_token,
 )
 from memory.validators import (
@@ -176,6 +177,70 @@ def _claim_idempotency_key(project: Project, key: str) -> None:
         raise IdempotencyInFlight("a request with this Idempotency-Key is still being processed")
 
 
+def _lock_project(project: Project) -> None:
+    # NO KEY UPDATE serialises appends without blocking inserts that
+    # merely reference the project (tokens, candidates).
+    Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
+
+
+def _append_locked(
+    *,
+    project: Project,
+    author: str,
+    category: str,
+    content: str,
+    source: str,
+    corrects: str | int | None,
+    idempotency_key: str | None,
+    request_hash: str | None,
+    created_at: datetime | None = None,
+) -> AppendResult:
+    """The one append: replay by key, or take the next seq and link it to the head.
+
+    The caller holds a transaction and the project row lock (_lock_project),
+    has validated the fields, and schedules the mirror update on commit.
+    created_at is None for a new entry (now) and the original time for an
+    import, kept as given even if an earlier seq carries a later time.
+    """
+    entries = MemoryEntry.objects.for_project(project)
+    if idempotency_key is not None:
+        earlier = entries.filter(idempotency_key=idempotency_key).first()
+        if earlier is not None:
+            if earlier.request_hash != request_hash:
+                raise IdempotencyKeyReused(
+                    "this Idempotency-Key was used with a different request body"
+                )
+            return AppendResult(earlier, replayed=True)
+    corrected = None
+    if corrects is not None:
+        corrected = entries.by_ref(corrects).only("id", "uuid").first()
+        if corrected is None:
+            raise ValidationError({"corrects": ["no entry with this id or seq in this project"]})
+    head = entries.head()
+    if created_at is None:
+        created_at = timezone.now()
+        if head is not None and created_at < head["created_at"]:
+            # Keep created_at in seq order even if the wall clock steps back.
+            created_at = head["created_at"] + timedelta(microseconds=1)
+    entry = MemoryEntry(
+        project=project,
+        seq=head["seq"] + 1 if head else 1,
+        category=category,
+        content=content,
+        source=source,
+        corrects=corrected,
+        author=author,
+        created_at=created_at,
+        prev_hash=head["hash"] if head else GENESIS_HASH,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash if idempotency_key is not None else None,
+    )
+    entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
+    entry.save(force_insert=True)
+    entry.corrected_by_rows = []
+    return AppendResult(entry, replayed=False)
+
+
 def memory_entry_create(
     *,
     project: Project,
@@ -205,50 +270,120 @@ def memory_entry_create(
         with transaction.atomic():
             if idempotency_key is not None:
                 _claim_idempotency_key(project, idempotency_key)
-            # NO KEY UPDATE serialises appends without blocking inserts that
-            # merely reference the project (tokens, candidates).
-            Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
-            entries = MemoryEntry.objects.for_project(project)
-            if idempotency_key is not None:
-                earlier = entries.filter(idempotency_key=idempotency_key).first()
-                if earlier is not None:
-                    if earlier.request_hash != request_hash:
-                        raise IdempotencyKeyReused(
-                            "this Idempotency-Key was used with a different request body"
-                        )
-                    return AppendResult(earlier, replayed=True)
-            corrected = None
-            if corrects is not None:
-                corrected = entries.by_ref(corrects).only("id", "uuid").first()
-                if corrected is None:
-                    raise ValidationError(
-                        {"corrects": ["no entry with this id or seq in this project"]}
-                    )
-            head = entries.head()
-            now = timezone.now()
-            if head is not None and now < head["created_at"]:
-                # Keep created_at in seq order even if the wall clock steps back.
-                now = head["created_at"] + timedelta(microseconds=1)
-            entry = MemoryEntry(
+            _lock_project(project)
+            result = _append_locked(
                 project=project,
-                seq=head["seq"] + 1 if head else 1,
+                author=author,
                 category=category,
                 content=content,
                 source=source,
-                corrects=corrected,
-                author=author,
-                created_at=now,
-                prev_hash=head["hash"] if head else GENESIS_HASH,
+                corrects=corrects,
                 idempotency_key=idempotency_key,
-                request_hash=request_hash if idempotency_key is not None else None,
+                request_hash=request_hash,
             )
-            entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
-            entry.save(force_insert=True)
-            entry.corrected_by_rows = []
-            transaction.on_commit(partial(mirror.after_commit, project.pk))
+            if not result.replayed:
+                transaction.on_commit(
+                    partial(mirror.after_commit, project.pk, result.entry.seq))
     except IntegrityError:
         raise Conflict("another write to this project's memory won the race; retry") from None
-    return AppendResult(entry, replayed=False)
+    return result
+
+
+@dataclass(frozen=True)
+class ImportRow:
+    """One entry from another system, with its original time and a stable key.
+
+    ``key`` is stored as the entry's idempotency key, so importing the same
+    row again replays it; ``label`` names the row in error messages.
+    """
+
+    key: str
+    category: str
+    content: str
+    source: str
+    created_at: datetime
+    label: str
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    imported: list[MemoryEntry]
+    present: list[MemoryEntry]
+
+
+def import_fingerprint(row: ImportRow) -> str:
+    """What a re-import must match: the fields as stored, time included."""
+    return request_fingerprint(
+        {
+            "category": row.category,
+            "content": row.content,
+            "source": row.source,
+            "created_at": format_timestamp(row.created_at),
+        }
+    )
+
+
+def _validate_import_row(row: ImportRow) -> None:
+    try:
+        collect_errors(
+            {
+                "category": (validate_category, row.category),
+                "content": (validate_content, row.content),
+                "source": (validate_source, row.source),
+                "key": (validate_idempotency_key, row.key),
+            }
+        )
+        if row.created_at.tzinfo is None or row.created_at.utcoffset() is None:
+            raise ValidationError({"created_at": ["must carry a UTC offset"]})
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
+        )
+        raise ValidationError(f"{row.label}: {details}") from None
+
+
+def memory_entries_import(
+    *, project: Project, rows: list[ImportRow], author: str = CLI_AUTHOR
+) -> ImportResult:
+    """Append rows in the order given, keeping their original created_at; all or nothing.
+
+    Every row is validated before anything is written. A row whose key is
+    already stored with the same fields is counted as present; the same key
+    with different fields is a Conflict and nothing of the run is kept.
+    """
+    for row in rows:
+        _validate_import_row(row)
+    imported: list[MemoryEntry] = []
+    present: list[MemoryEntry] = []
+    try:
+        with transaction.atomic():
+            _lock_project(project)
+            for row in rows:
+                try:
+                    result = _append_locked(
+                        project=project,
+                        author=author,
+                        category=row.category,
+                        content=row.content,
+                        source=row.source,
+                        corrects=None,
+                        idempotency_key=row.key,
+                        request_hash=import_fingerprint(row),
+                        created_at=row.created_at.astimezone(UTC),
+                    )
+                except IdempotencyKeyReused:
+                    earlier = MemoryEntry.objects.for_project(project).get(idempotency_key=row.key)
+                    raise Conflict(
+                        f"{row.label} was imported as seq {earlier.seq} and has changed since "
+                        "(category, content, source or time); nothing was imported"
+                    ) from None
+                (present if result.replayed else imported).append(result.entry)
+            if imported:
+                transaction.on_commit(
+                    partial(mirror.after_commit, project.pk, imported[0].seq))
+    except IntegrityError:
+        raise Conflict("another write to this project's memory won the race; retry") from None
+    return ImportResult(imported, present)
 
 
 def memory_chain_verify(*, project: Project) -> ChainReport:

@@ -642,3 +642,52 @@ def test_a_project_without_entries_needs_no_mirror_file(alpha):
 def test_a_deleted_mirror_of_a_project_with_entries_is_drift(mirrored):
     mirror.mirror_path(mirrored.id).unlink()
     assert mirror.check(mirrored.project) is False
+
+
+# --- the writer's fast path ------------------------------------------------------
+
+
+def test_the_writer_catches_up_one_entry_with_one_query(
+    alpha, append, settings, django_assert_num_queries
+):
+    for index in range(3):
+        append(alpha.project, f"mirrored {index}")
+    settings.MIRROR_WRITER = "follower"
+    append(alpha.project, "written by the next sync")
+    with django_assert_num_queries(1):
+        result = mirror.sync_after_append("alpha", 4)
+    assert result == mirror.SyncResult("alpha", appended=1, rebuilt=False)
+    assert_mirror_exact(alpha.project)
+
+
+def test_the_writer_appends_nothing_when_another_writer_got_there_first(
+    alpha, append, django_assert_num_queries
+):
+    append(alpha.project, "one")
+    append(alpha.project, "two")
+    before = file_bytes(alpha.project)
+    with django_assert_num_queries(1):
+        result = mirror.sync_after_append("alpha", 2)
+    assert result == mirror.SyncResult("alpha", appended=0, rebuilt=False)
+    assert file_bytes(alpha.project) == before
+
+
+def test_the_writer_falls_back_to_a_full_sync_when_the_file_is_further_behind(
+    alpha, append, settings
+):
+    append(alpha.project, "mirrored")
+    settings.MIRROR_WRITER = "follower"
+    for index in range(3):
+        append(alpha.project, f"behind {index}")
+    assert mirror.sync_after_append("alpha", 4) == mirror.SyncResult(
+        "alpha", appended=3, rebuilt=False)
+    assert_mirror_exact(alpha.project)
+
+
+@pytest.mark.parametrize("damage", TAIL_DAMAGE)
+def test_the_writer_repairs_tail_damage(mirrored, damage, append, settings):
+    damage(mirror.mirror_path(mirrored.id))
+    settings.MIRROR_WRITER = "follower"
+    append(mirrored.project, "after the damage")
+    mirror.sync_after_append("alpha", 6)
+    assert_mirror_exact(mirrored.project)
