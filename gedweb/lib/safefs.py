@@ -179,13 +179,26 @@ def _write_temp(directory: Path, data: bytes) -> Path:
     return temp
 
 
-def atomic_write(root: Path, rel: str | PurePosixPath, data: bytes) -> None:
-    """Replace ``rel`` with ``data``: readers see the old bytes or the new, never a mix."""
+def atomic_write(root: Path, rel: str | PurePosixPath, data: bytes, *,
+                 keep_mode: bool = False) -> None:
+    """Replace ``rel`` with ``data``: readers see the old bytes or the new, never a mix.
+
+    ``keep_mode`` copies the permission bits of an existing regular file onto the
+    replacement, as GedPi's ``writeFileAtomic`` does (so a 0600 CONTEXT.md stays 0600).
+    """
     target = check(root, rel, WRITE)
     clean = normalize(rel, WRITE)
     directory = make_dirs(root, clean.parent) if clean.parent.parts else Path(root)
     temp = _write_temp(directory, data)
     try:
+        if keep_mode:
+            try:
+                existing = os.lstat(target)
+            except FileNotFoundError:
+                pass
+            else:
+                if stat.S_ISREG(existing.st_mode):
+                    os.chmod(temp, stat.S_IMODE(existing.st_mode))
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)

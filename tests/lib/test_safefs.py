@@ -82,3 +82,13 @@ def test_remove_deletes_only_regular_files(tmp_path):
     (tmp_path / "d").mkdir()
     with pytest.raises(UnsafePath):
         safefs.remove(tmp_path, "d")
+
+
+def test_atomic_write_keeps_the_permission_bits_only_when_asked(tmp_path):
+    safefs.atomic_write(tmp_path, "CONTEXT.md", b"one")
+    os.chmod(tmp_path / "CONTEXT.md", 0o600)
+    safefs.atomic_write(tmp_path, "CONTEXT.md", b"two", keep_mode=True)
+    assert (tmp_path / "CONTEXT.md").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "CONTEXT.md").read_bytes() == b"two"
+    safefs.atomic_write(tmp_path, "CONTEXT.md", b"three")
+    assert (tmp_path / "CONTEXT.md").stat().st_mode & 0o777 == 0o644

@@ -1,0 +1,297 @@
+"""Health checks behind `manage.py doctor` (GedPi gap G-12, contract §7).
+
+Each check is a small function returning an Outcome: its problems (one
+line each, naming the first bad seq, work id or path) and a short summary
+for the ok line. The command only picks the projects and prints the lines.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from gedweb.lib import governance as gov
+from gedweb.lib.standards import sha256_text
+from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
+from memory import mirror
+from memory.models import MemoryEntry, Project
+from memory.services import memory_chain_verify
+
+# A writer holds the mirror lock for one append or one rebuild; a lock still
+# held after this long belongs to a stuck process, and every later mirror
+# update of the project would wait behind it.
+LOCK_WAIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    check: str
+    problems: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class Report:
+    subject: str  # a project id, "database" or a checkout path
+    outcome: Outcome
+
+    def lines(self) -> list[str]:
+        if self.outcome.ok:
+            detail = f" ({self.outcome.summary})" if self.outcome.summary else ""
+            return [f"ok   {self.subject}: {self.outcome.check}{detail}"]
+        return [f"FAIL {self.subject}: {self.outcome.check}: {p}" for p in self.outcome.problems]
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+# --- memory ---------------------------------------------------------------------------
+
+
+def check_chain(project: Project) -> Outcome:
+    report = memory_chain_verify(project=project)
+    if report.ok:
+        noun = "entry" if report.entries == 1 else "entries"
+        return Outcome("chain", summary=f"{report.entries} {noun}")
+    return Outcome(
+        "chain",
+        [f"hash chain breaks at seq {report.first_bad_seq} (of {report.entries} entries)"],
+    )
+
+
+def _mirror_dir(project: Project) -> Path:
+    # Not mirror.project_dir(): it refuses the unsafe paths reported here.
+    return Path(settings.MEMORY_ROOT) / project.pk
+
+
+def _lock_held(lock: Path) -> bool:
+    """True when another process keeps the mirror lock for LOCK_WAIT_SECONDS."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                if time.monotonic() >= deadline:
+                    return True
+                time.sleep(0.05)
+            else:
+                return False
+    finally:
+        os.close(fd)
+
+
+def check_mirror(project: Project) -> Outcome:
+    directory = _mirror_dir(project)
+    path = directory / mirror.MIRROR_NAME
+    if not os.path.lexists(path) and not MemoryEntry.objects.for_project(project).exists():
+        return Outcome("mirror", summary="no entries, no file yet")
+    if directory.is_dir() and not directory.is_symlink():
+        try:
+            held = _lock_held(directory / mirror.LOCK_NAME)
+        except OSError as exc:
+            return Outcome("mirror", [f"cannot probe the lock {directory / mirror.LOCK_NAME}: "
+                                      f"{exc.strerror}"])
+        if held:
+            return Outcome("mirror", [f"not compared: {directory / mirror.LOCK_NAME} is held"])
+    if mirror.check(project):
+        return Outcome("mirror", summary="MEMORY.md matches the record")
+    if not os.path.lexists(path):
+        return Outcome("mirror", [f"{path} is missing (memory mirror --rebuild writes it)"])
+    return Outcome(
+        "mirror", [f"{path} differs from a rebuild of the record (memory mirror --rebuild)"]
+    )
+
+
+def check_mirror_files(project: Project) -> Outcome:
+    """Temp files of a rebuild that died, and a lock some process never lets go of."""
+    directory = _mirror_dir(project)
+    if not directory.is_dir() or directory.is_symlink():
+        return Outcome("mirror-files", summary="no mirror directory")
+    problems = []
+    leftovers = sorted(directory.glob(f"{mirror.TMP_PREFIX}*"))
+    if leftovers:
+        more = f" and {len(leftovers) - 1} more" if len(leftovers) > 1 else ""
+        problems.append(
+            f"leftover temp file {leftovers[0]}{more} from a rebuild that did not finish "
+            "(memory mirror --rebuild removes it)"
+        )
+    lock = directory / mirror.LOCK_NAME
+    if lock.is_symlink():
+        problems.append(f"{lock} is a symlink")
+    else:
+        try:
+            if _lock_held(lock):
+                problems.append(
+                    f"{lock} is held by another process for more than {LOCK_WAIT_SECONDS:g}s"
+                )
+        except OSError as exc:
+            problems.append(f"cannot probe the lock {lock}: {exc.strerror}")
+    return Outcome("mirror-files", problems, "no leftovers, lock free")
+
+
+# --- governance -----------------------------------------------------------------------
+
+
+def _work_problem(work: WorkItem) -> str | None:
+    """What is wrong with one work item's stored governance, or None."""
+    revisions = list(
+        GovernanceRevision.objects.filter(work=work)
+        .order_by("revision")
+        .values_list("revision", "document_json", "evidence_count")
+    )
+    if not revisions:
+        return "has no governance revision"
+    for expected, (number, _, _) in enumerate(revisions):
+        if number != expected:
+            return f"revisions are not contiguous: r{expected} is missing"
+    counts = [count for _, _, count in revisions]
+    for number, (before, after) in enumerate(zip(counts, counts[1:]), start=1):
+        if after < before:
+            return f"r{number} counts fewer evidence records than r{number - 1}"
+    records = list(
+        EvidenceRecord.objects.filter(work=work)
+        .order_by("position")
+        .values_list("position", "record_json")
+    )
+    for expected, (position, _) in enumerate(records):
+        if position != expected:
+            return f"evidence positions are not contiguous: {expected} is missing"
+    number, document_json, count = revisions[-1]
+    if count != len(records):
+        return f"r{number} counts {count} evidence records, {len(records)} are stored"
+    try:
+        document = json.loads(document_json)
+        evidence = [json.loads(text) for _, text in records]
+    except ValueError:
+        return f"r{number} or its evidence is not valid JSON"
+    if not isinstance(document, dict):
+        return f"r{number} is not a JSON object"
+    if document.get("revision") != number:
+        return f"r{number} says it is revision {document.get('revision')!r}"
+    try:
+        gov.validate_state({**document, "evidence": evidence}, work.work_id)
+    except gov.GovernanceError as exc:
+        return f"r{number} is invalid: {exc.message}"
+    return None
+
+
+def check_governance(project: Project) -> Outcome:
+    works = list(WorkItem.objects.for_project(project).order_by("work_id"))
+    problems = []
+    for work in works:
+        problem = _work_problem(work)
+        if problem is not None:
+            problems.append(f"work {work.work_id}: {problem}")
+    return Outcome("governance", problems, f"{_plural(len(works), 'work item')} valid")
+
+
+def check_standards(project: Project) -> Outcome:
+    """Each import's bytes still hash to the sha256 its decision was bound to."""
+    rows = list(StandardsImport.objects.for_project(project).select_related("decision")
+                .order_by("id"))
+    problems = [
+        f"import {row.pk} of {row.path} ({row.status}): content hashes to "
+        f"{sha256_text(row.content)}, not its recorded {row.sha256}"
+        for row in rows
+        if sha256_text(row.content) != row.sha256
+    ]
+    accepted = sum(1 for row in rows if row.status == "accepted")
+    return Outcome("standards", problems, f"{_plural(len(rows), 'import')}, {accepted} accepted")
+
+
+def check_skills(project: Project) -> Outcome:
+    """A recorded content hash must match the content (a drifted skill is never served)."""
+    current = list(Skill.objects.for_project(project).current().order_by("name"))
+    problems = [
+        f"skill {skill.name} v{skill.version}: content hashes to {skill.content_hash}, "
+        f"not its recorded {skill.recorded_hash}"
+        for skill in current
+        if skill.recorded_hash is not None and skill.recorded_hash != skill.content_hash
+    ]
+    verified = sum(1 for skill in current if skill.verified)
+    return Outcome("skills", problems, f"{_plural(len(current), 'skill')}, {verified} verified")
+
+
+PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
+    check_chain,
+    check_mirror,
+    check_mirror_files,
+    check_governance,
+    check_standards,
+    check_skills,
+)
+
+
+# --- the server and a checkout ------------------------------------------------------------
+
+
+def check_migrations() -> Outcome:
+    executor = MigrationExecutor(connection)
+    pending = [migration for migration, _ in executor.migration_plan(
+        executor.loader.graph.leaf_nodes()
+    )]
+    # The plan skips a migration left unapplied below an applied one; list those too.
+    planned = {(migration.app_label, migration.name) for migration in pending}
+    pending += [
+        executor.loader.graph.nodes[key]
+        for key in sorted(executor.loader.graph.nodes)
+        if key not in executor.loader.applied_migrations and key not in planned
+    ]
+    if not pending:
+        return Outcome("migrations", summary="all applied")
+    first = pending[0]
+    return Outcome(
+        "migrations",
+        [f"{_plural(len(pending), 'migration')} not applied, first "
+         f"{first.app_label}.{first.name} (manage.py migrate)"],
+    )
+
+
+def check_checkout(root: Path) -> Outcome:
+    """A GedPi checkout's v3 migration leftovers and locks (gedweb.lib.gedpi_v3)."""
+    from gedweb.lib.gedpi_v3 import checkout_problems
+
+    return Outcome("checkout", list(checkout_problems(root)), "no migration leftovers or locks")
+
+
+def _guarded(name: str, check: Callable[..., Outcome], *args: object) -> Outcome:
+    # A doctor reports a check it could not finish; it does not stop there.
+    try:
+        return check(*args)
+    except Exception as exc:  # noqa: BLE001 - any failure is a finding
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return Outcome(name, [f"could not run: {type(exc).__name__}: {text}"])
+
+
+def diagnose(projects: list[Project], checkout: Path | None = None) -> list[Report]:
+    """Every check, in a fixed order: the database first, then each project, then a checkout."""
+    reports = [Report("database", _guarded("migrations", check_migrations))]
+    for project in projects:
+        for check in PROJECT_CHECKS:
+            name = check.__name__.removeprefix("check_").replace("_", "-")
+            reports.append(Report(project.pk, _guarded(name, check, project)))
+    if checkout is not None:
+        reports.append(Report(str(checkout), _guarded("checkout", check_checkout, checkout)))
+    return reports
