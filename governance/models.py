@@ -455,6 +455,10 @@ class Skill(AppendOnlyModel):
     reason = models.CharField(max_length=500, blank=True)
     source = models.CharField(max_length=1000, null=True, blank=True)
     installed_at = models.DateTimeField()
+    # The GedPi provenance record exactly as ged_import found it in
+    # SKILLS-STATE.json (key order, taskRefs, source kind, installedAt text),
+    # so ged_export writes it back byte for byte; null for GedWeb's own writes.
+    gedpi_record = models.TextField(null=True, blank=True)
     author = models.CharField(max_length=64)
     created_at = models.DateTimeField()
 

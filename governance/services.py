@@ -15,7 +15,7 @@ import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -529,3 +529,134 @@ def active_work_clear(*, project: Project, session_id: str) -> int:
         project=project, session_key=session_key(session_id)
     ).delete()
     return deleted
+
+
+# --- ged_import: work items, revisions and files as found in a GedPi checkout ----------------
+#
+# A checkout holds only the newest governance.json of a work item. It is stored
+# as one revision row carrying GedPi's own revision number, so later GedWeb
+# writes continue the compare-and-swap from it (expected_revision = that number).
+# The revisions before it are not in the checkout and are not invented.
+
+ORIGIN_KEYS = ("kind", "migrationId", "candidateId", "selectable")
+_IMPORT_CONSTANT_KEYS = ("schemaVersion", "workId", "createdAt", "summary", "repository",
+                         "contentBaseline")
+
+
+def meta_document(work: WorkItem) -> dict[str, Any]:
+    """META.json as GedPi writes it; origin keys back in GedPi's order (jsonb sorts them)."""
+    meta = work.meta()
+    if isinstance(meta.get("origin"), dict):
+        origin = meta["origin"]
+        meta["origin"] = {
+            **{key: origin[key] for key in ORIGIN_KEYS if key in origin},
+            **{key: value for key, value in origin.items() if key not in ORIGIN_KEYS},
+        }
+    return meta
+
+
+def work_import(*, project: Project, meta: dict[str, Any], document: dict[str, Any],
+                author: str) -> tuple[WorkItem, bool]:
+    """The work item of a checkout's META.json: created once, then only compared.
+
+    META never changes in GedPi; a checkout whose META differs from the stored
+    one (or names a work item of another project) is refused.
+    """
+    work_id = meta["workId"]
+    existing = WorkItem.objects.filter(work_id=work_id).first()
+    if existing is not None:
+        if existing.project_id != project.pk:
+            raise Conflict(f"Ged work {work_id} belongs to project {existing.project_id}")
+        if meta_document(existing) != meta:
+            raise Conflict(f"Ged work {work_id}: META.json differs from GedWeb's (META is "
+                           "immutable)")
+        return existing, False
+    created_at = datetime.strptime(meta["createdAt"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=UTC
+    )
+    work = WorkItem.objects.create(
+        project=project,
+        work_id=work_id,
+        summary=meta["summary"],
+        mode=document["decision"]["mode"],
+        created_at=created_at,
+        branch=meta["branch"],
+        base_head=meta["baseHead"],
+        origin=meta.get("origin"),
+        author=author,
+    )
+    return work, True
+
+
+def governance_import(*, work: WorkItem, document: dict[str, Any], author: str) -> bool:
+    """Store a checkout's governance.json as one revision row; True when a row was added.
+
+    The same revision with the same content is a no-op. A lower revision, a
+    different document under the same number, or a higher revision that
+    rewrites history (evidence or lifecycle transitions not a continuation,
+    identity fields changed) is refused, naming the work item.
+    """
+    try:
+        gov.validate_state(document, work.work_id)
+    except gov.GovernanceError as exc:
+        raise InvalidState(f"Ged work {work.work_id}: governance.json is invalid: "
+                           f"{exc.message}") from None
+    with transaction.atomic():
+        WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+        if latest_revision(work) is None:
+            _store_revision(work, 0, document, "import", author)
+            return True
+        current = governance_document(work)
+        number, ours = document["revision"], current["revision"]
+        where = f"Ged work {work.work_id}: governance.json revision {number}"
+        if number < ours:
+            raise StaleRevision(
+                f"{where} is lower than GedWeb's revision {ours}; refusing to go back",
+                current_revision=ours,
+            )
+        if number == ours:
+            if document != current:
+                raise Conflict(f"{where} differs from GedWeb's revision {ours}")
+            return False
+        for key in _IMPORT_CONSTANT_KEYS:
+            if document.get(key) != current.get(key):
+                raise Conflict(f"{where} changes {key}, which never changes")
+        for key in ("evidence", "lifecycleTransitions"):
+            earlier = current.get(key, [])
+            if document.get(key, [])[: len(earlier)] != earlier:
+                raise Conflict(f"{where} rewrites GedWeb's {key} (append-only)")
+        _store_revision(work, len(current["evidence"]), document, "import", author)
+    return True
+
+
+def work_file_import(*, work: WorkItem, name: str, content: str, author: str) -> bool:
+    """A new version of a work file when the checkout's text differs; no guard (paused work too)."""
+    if name not in allowed_files(work):
+        raise Conflict(f"{name} is not a file of {work.mode} work")
+    current = latest_files(work).get(name)
+    if current is not None and current.content == content:
+        return False
+    WorkFile.objects.create(work=work, name=name, version=current.version + 1 if current else 1,
+                            content=content, author=author, created_at=timezone.now())
+    return True
+
+
+def latest_task_artifacts(work: WorkItem) -> dict[tuple[str, str], TaskArtifact]:
+    latest: dict[tuple[str, str], TaskArtifact] = {}
+    for row in TaskArtifact.objects.filter(work=work).order_by("task_id", "name", "version"):
+        latest[(row.task_id, row.name)] = row
+    return latest
+
+
+def task_artifact_import(*, work: WorkItem, task_id: str, name: str, content: str,
+                         author: str) -> bool:
+    current = (
+        TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)
+        .order_by("-version").first()
+    )
+    if current is not None and current.content == content:
+        return False
+    TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
+                                version=current.version + 1 if current else 1, content=content,
+                                author=author, created_at=timezone.now())
+    return True

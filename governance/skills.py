@@ -10,6 +10,7 @@ re-verified by adding a version with a fresh reusable-explicit record.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,7 @@ from django.utils import timezone
 
 from gedweb.exceptions import Conflict
 from gedweb.lib import skills as rules
+from gedweb.lib.governance import format_time
 from gedweb.lib.standards import sha256_text
 from governance.models import Skill
 from memory.models import Project, format_timestamp
@@ -171,3 +173,91 @@ def skills_matching(project: Project, text: str) -> list[Skill]:
         for skill in current_skills(project)
         if skill.verified and rules.matches(rules.triggers(rules.description(skill.content)), text)
     ]
+
+
+# --- GedPi's SKILLS-STATE.json (ged_import / ged_export) -----------------------------------
+
+
+def gedpi_skill_record(skill: Skill) -> dict[str, Any]:
+    """The skill's provenance record in SKILLS-STATE.json (gedpi-behaviour §4.1).
+
+    An imported version gives back the record exactly as found; a version
+    GedWeb wrote is described as GedPi's ged_skill would have recorded it.
+    """
+    if skill.gedpi_record is not None:
+        record: dict[str, Any] = json.loads(skill.gedpi_record)
+        return record
+    record = {"name": skill.name, "source": "created"}
+    if skill.source is not None:
+        record["sourcePath"] = skill.source
+    record["taskRefs"] = []
+    record["installedAt"] = format_time(skill.installed_at)
+    if skill.reason.strip():
+        record["reason"] = skill.reason
+    record["provenance"] = skill.provenance
+    if skill.recorded_hash is not None:
+        record["contentHash"] = skill.recorded_hash
+    return record
+
+
+def exported_skills(project: Project) -> list[Skill]:
+    """Current skill versions in SKILLS-STATE.json order: the order each name first appeared."""
+    first = dict(
+        Skill.objects.for_project(project).filter(version=1).values_list("name", "id")
+    )
+    return sorted(current_skills(project), key=lambda skill: first.get(skill.name, 0))
+
+
+def gedpi_skills_state(project: Project) -> dict[str, Any]:
+    return {
+        "schemaVersion": 2,
+        "managed": [gedpi_skill_record(skill) for skill in exported_skills(project)],
+    }
+
+
+def skill_import(
+    *,
+    project: Project,
+    name: str,
+    content: str,
+    record: dict[str, Any],
+    installed_at: datetime,
+    author: str,
+) -> str:
+    """Record a skill and its provenance record as found in a checkout.
+
+    Nothing is written when the current version already exports to the same
+    SKILL.md and record; otherwise a new version keeps the record as found, so
+    a drifted hash stays unverified and a record without provenance stays
+    legacy-unverified. Returns "created", "updated" or "unchanged".
+    """
+    problem = rules.name_problem(name)
+    if problem:
+        raise ValidationError({"name": [problem]})
+    provenance = record.get("provenance", Skill.Provenance.LEGACY_UNVERIFIED)
+    if provenance not in Skill.Provenance.values:
+        raise ValidationError({"provenance": [f"must be one of {', '.join(Skill.Provenance)}"]})
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        current = _current(project, name)
+        if (
+            current is not None
+            and current.content == content
+            and json.dumps(gedpi_skill_record(current)) == json.dumps(record)
+        ):
+            return "unchanged"
+        Skill.objects.create(
+            project=project,
+            name=name,
+            version=current.version + 1 if current else 1,
+            content=content,
+            recorded_hash=record.get("contentHash"),
+            provenance=provenance,
+            reason=(record.get("reason") or "").strip()[: rules.MAX_REASON_CHARS],
+            source=record.get("sourcePath"),
+            installed_at=installed_at,
+            gedpi_record=json.dumps(record, ensure_ascii=False),
+            author=author,
+            created_at=timezone.now(),
+        )
+    return "updated" if current else "created"

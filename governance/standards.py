@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from gedweb.exceptions import Conflict
 from gedweb.lib.standards import render_standards, sha256_text
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
 from memory.models import Project, format_timestamp
@@ -176,4 +177,69 @@ def standards_state(project: Project) -> dict[str, Any]:
         "served": [import_as_dict(row, ids) for row in served],
         "sources": sources,
         **by_status,
+    }
+
+
+# --- GedPi's IMPORT-STATE.json (ged_import / ged_export) ------------------------------------
+
+
+def standards_decision_import(
+    *, project: Project, path: str, content: str, status: str, author: str, decided_by: str
+) -> str:
+    """Record one IMPORT-STATE.json entry whose bytes are known; returns what happened.
+
+    ``status`` is accepted, rejected or pending. An entry GedWeb already holds
+    with the same decision (or any decision, for a pending entry) changes
+    nothing; a different decision on the same bytes is refused, because a
+    decision is taken once.
+    """
+    row, created = standards_import_submit(project=project, path=path, content=content,
+                                           author=author)
+    if status == StandardsImport.PENDING:
+        return "created" if created else "unchanged"
+    decision = row.current_decision
+    if decision is not None:
+        if decision.status != status:
+            raise Conflict(
+                f"{path} {row.sha256} is {status} in the checkout but was already "
+                f"{decision.status} by {decision.decided_by}"
+            )
+        return "unchanged"
+    if status == StandardsDecision.Status.ACCEPTED:
+        row.accept(by=decided_by, sha256=row.sha256)
+    else:
+        row.reject(by=decided_by, sha256=row.sha256)
+    return "created" if created else "decided"
+
+
+def gedpi_import_state(project: Project) -> dict[str, Any]:
+    """IMPORT-STATE.json from GedWeb's decisions, in GedPi's shape and list order.
+
+    accepted: the served version of each path, in STANDARDS.md order (GedPi
+    keeps one accepted entry per path, replaced on renewal); rejected: the
+    latest rejection of each path, in the order rejected; pending: every
+    undecided version, in the order submitted. standardsHash is the hash of
+    the STANDARDS.md that GedWeb serves, or null while nothing is accepted.
+    """
+    served = served_imports(project)
+    rows = list(
+        StandardsImport.objects.for_project(project).select_related("decision").order_by("id")
+    )
+    rejected: dict[str, StandardsImport] = {}
+    for row in sorted(
+        (r for r in rows if r.status == StandardsDecision.Status.REJECTED),
+        key=lambda r: (r.decision.decided_at, r.decision.pk),
+    ):
+        rejected.pop(row.path, None)
+        rejected[row.path] = row
+    rendered = render_served(served)
+
+    def entry(row: StandardsImport) -> dict[str, str]:
+        return {"path": row.path, "hash": row.sha256}
+
+    return {
+        "accepted": [entry(row) for row in served],
+        "rejected": [entry(row) for row in rejected.values()],
+        "pending": [entry(row) for row in rows if row.status == StandardsImport.PENDING],
+        "standardsHash": rendered[1] if rendered else None,
     }

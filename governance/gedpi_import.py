@@ -1,0 +1,663 @@
+"""ged_import: ingest a migrated GedPi checkout into a project (docs/interop.md).
+
+Two phases. ``read_checkout`` reads and validates every file first, through
+gedweb.lib.safefs (no symlink anywhere, strict UTF-8, GedPi's own
+validators), without touching the database. ``import_checkout`` then writes
+everything in one transaction through GedWeb's services, so a refusal
+anywhere leaves the database as it was.
+
+Import only adds: a file whose content GedWeb already holds writes nothing,
+a changed file becomes a new version or revision, and nothing is rewritten.
+Decisions and records come in with ``author``/``decided_by`` naming
+ged_import and the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from gedweb.exceptions import DomainError
+from gedweb.lib import governance as gov
+from gedweb.lib import safefs
+from gedweb.lib import skills as skill_rules
+from gedweb.lib.standards import sha256_text
+from governance import services
+from governance.gedpi_export import render_tree
+from governance.models import STANDARDS_PATHS, TaskArtifact
+from governance.skills import skill_import
+from governance.standards import standards_decision_import
+from memory.documents import (
+    DOCUMENT_ID_RE,
+    document_current,
+    document_put,
+    validate_document_content,
+)
+from memory.models import Project
+
+T = TypeVar("T")
+
+TASK_FILE_NAMES = tuple(TaskArtifact.Name.values)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_SKILL_RECORD_KEYS = {"name", "source", "sourcePath", "taskRefs", "installedAt", "reason",
+                      "provenance", "contentHash"}
+_META_KEYS = {"schemaVersion", "workId", "summary", "createdAt", "branch", "baseHead", "origin"}
+
+
+class CheckoutRefused(DomainError):
+    status, code = 422, "checkout_refused"
+
+
+# --- the migration gate ------------------------------------------------------------------
+
+
+def migration_status(root: Path) -> str:
+    """gedweb.lib.gedpi_v3's verdict: "not-needed", "needed" or "complete"."""
+    from gedweb.lib.gedpi_v3 import migration_status as status
+
+    return str(status(root))
+
+
+def _check_migrated(root: Path) -> None:
+    from gedweb.lib.gedpi_v3 import MigrationError
+
+    try:
+        status = migration_status(root)
+        version = safefs.read_bytes(root, ".ged/VERSION")
+    except (MigrationError, safefs.UnsafePath, OSError, ValueError) as exc:
+        raise CheckoutRefused(f"{root}: {exc}") from None
+    if status == "needed":
+        raise CheckoutRefused(
+            f"{root} is not migrated to GedPi durable-memory v3; run "
+            f"`manage.py ged_migrate_v3 {root}` first"
+        )
+    if version is None and status != "complete":
+        raise CheckoutRefused(f"{root} is not a GedPi checkout: .ged/VERSION is missing")
+    number = re.match(r"\s*([+-]?[0-9]+)", version.decode("utf-8", "replace")) if version else None
+    if number is not None and int(number.group(1)) > 3:
+        raise CheckoutRefused(
+            f"{root}: .ged/VERSION is {version[:20]!r}; ged_import reads version 3 only"
+        )
+    # A VERSION below 3 with a complete migration is fine: ged_migrate_v3 leaves
+    # raising VERSION to GedPi's next start (docs/migration.md).
+
+
+# --- what a checkout holds ---------------------------------------------------------------
+
+
+@dataclass
+class StandardsEntry:
+    status: str
+    path: str
+    sha256: str
+    content: str
+
+
+@dataclass
+class SkillEntry:
+    name: str
+    content: str
+    record: dict[str, Any]
+    installed_at: datetime
+
+
+@dataclass
+class WorkEntry:
+    meta: dict[str, Any]
+    document: dict[str, Any]
+    files: dict[str, str]
+    tasks: dict[tuple[str, str], str]
+
+
+@dataclass
+class Checkout:
+    root: Path
+    documents: dict[str, tuple[str, str]] = field(default_factory=dict)  # doc -> (file, text)
+    standards: list[StandardsEntry] = field(default_factory=list)
+    skills: list[SkillEntry] = field(default_factory=list)
+    work: list[WorkEntry] = field(default_factory=list)
+    handoffs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    # Every supported file read, for the byte round-trip report.
+    supported: dict[str, bytes] = field(default_factory=dict)
+
+    def skip(self, rel: str, reason: str) -> None:
+        self.skipped.append(f"{rel}: {reason}")
+
+
+class _Reader:
+    """Reads through safefs, once per file, turning every refusal into CheckoutRefused."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._read: dict[str, bytes | None] = {}
+
+    def data(self, rel: str) -> bytes | None:
+        if rel not in self._read:
+            try:
+                self._read[rel] = safefs.read_bytes(self.root, rel)
+            except safefs.UnsafePath as exc:
+                raise CheckoutRefused(str(exc)) from None
+            except OSError as exc:
+                raise CheckoutRefused(f"{rel}: {exc.strerror or exc}") from None
+        return self._read[rel]
+
+    def text(self, rel: str) -> str | None:
+        data = self.data(rel)
+        if data is None:
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CheckoutRefused(
+                f"{rel} is not valid UTF-8 (byte {exc.start}); ged_import reads UTF-8 text only"
+            ) from None
+        if "\x00" in text:
+            raise CheckoutRefused(f"{rel} contains NUL characters; ged_import reads text only")
+        return text
+
+    def json(self, rel: str) -> Any:
+        text = self.text(rel)
+        if text is None:
+            return None
+
+        def refuse_constant(name: str) -> Any:
+            raise ValueError(f"{name} is not JSON")
+
+        try:
+            return json.loads(text, parse_constant=refuse_constant)
+        except ValueError as exc:
+            raise CheckoutRefused(f"{rel} is not valid JSON: {exc}") from None
+
+    def files(self, rel_dir: str, *, recursive: bool = True) -> list[str]:
+        try:
+            return list(safefs.walk_files(self.root, rel_dir, recursive=recursive))
+        except safefs.UnsafePath as exc:
+            raise CheckoutRefused(str(exc)) from None
+        except OSError as exc:
+            raise CheckoutRefused(f"{rel_dir}: {exc.strerror or exc}") from None
+
+    def subdirs(self, rel_dir: str) -> list[str]:
+        """Names of the directories directly under rel_dir (symlinks refused)."""
+        try:
+            base = safefs.check(self.root, rel_dir)
+            if not safefs.is_dir(self.root, rel_dir):
+                return []
+            names = []
+            for entry in os.scandir(base):
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if stat.S_ISLNK(mode):
+                    raise safefs.UnsafePath(
+                        f"Read source traverses a symbolic link: {rel_dir}/{entry.name}"
+                    )
+                if stat.S_ISDIR(mode):
+                    names.append(entry.name)
+            return sorted(names)
+        except safefs.UnsafePath as exc:
+            raise CheckoutRefused(str(exc)) from None
+        except OSError as exc:
+            raise CheckoutRefused(f"{rel_dir}: {exc.strerror or exc}") from None
+
+
+def _refuse(rel: str, message: str) -> CheckoutRefused:
+    return CheckoutRefused(f"{rel}: {message}")
+
+
+def _messages(exc: ValidationError) -> str:
+    return " ".join(exc.messages)
+
+
+# --- durable documents ---------------------------------------------------------------------
+
+
+def _read_document(reader: _Reader, checkout: Checkout, rel: str, path: str) -> None:
+    text = reader.text(rel)
+    if text is None:
+        return
+    checkout.supported[rel] = text.encode("utf-8")
+    try:
+        validate_document_content(text)
+    except ValidationError as exc:
+        message = _messages(exc)
+        if message.startswith("requires substantive content"):
+            # GedPi's rule: a non-substantive text is not a durable artifact.
+            checkout.skip(rel, "not substantive, so not a durable document")
+            return
+        raise _refuse(rel, message) from None
+    checkout.documents[path] = (rel, text)
+
+
+def _read_documents(reader: _Reader, checkout: Checkout) -> None:
+    _read_document(reader, checkout, ".ged/PROJECT.md", "PROJECT.md")
+    _read_document(reader, checkout, "CONTEXT.md", "CONTEXT.md")
+    for folder, prefix in (("docs/adr", "adr/"), (".ged/reports", "reports/")):
+        for rel in reader.files(folder, recursive=False):
+            name = PurePosixPath(rel).name
+            ident = name[: -len(".md")] if name.endswith(".md") else ""
+            if DOCUMENT_ID_RE.fullmatch(ident) is None:
+                checkout.skip(rel, "not <id>.md with a GedPi document id")
+                continue
+            _read_document(reader, checkout, rel, f"{prefix}{name}")
+
+
+# --- standards -------------------------------------------------------------------------------
+
+_SECTION = re.compile(
+    r"^## (?P<path>[^\n]+)\n\nApproved content hash: (?P<hash>[0-9a-f]{64})\n\n"
+    r"<<<(?P<marker>GED_APPROVED_[0-9A-F]{64}(?:_X)*):BEGIN>>>\n",
+    re.MULTILINE,
+)
+
+
+def _approved_sections(text: str) -> dict[tuple[str, str], str]:
+    """(path, sha256) -> content, from the frames of a GedPi STANDARDS.md."""
+    found: dict[tuple[str, str], str] = {}
+    for match in _SECTION.finditer(text):
+        end = text.find(f"<<<{match['marker']}:END>>>", match.end())
+        if end < 0:
+            continue
+        body = text[match.end():end]
+        # GedPi adds a newline to content without one; the hash tells which it was.
+        for content in (body, body[:-1] if body.endswith("\n") else None):
+            if content is not None and sha256_text(content) == match["hash"]:
+                found[(match["path"], match["hash"])] = content
+    return found
+
+
+def _read_standards(reader: _Reader, checkout: Checkout) -> None:
+    rel = ".ged/IMPORT-STATE.json"
+    state = reader.json(rel)
+    standards_text = reader.text(".ged/STANDARDS.md")
+    if standards_text is not None:
+        checkout.supported[".ged/STANDARDS.md"] = standards_text.encode("utf-8")
+    if state is None:
+        return
+    checkout.supported[rel] = reader.data(rel) or b""
+    if not isinstance(state, dict) or set(state) - {"accepted", "rejected", "pending",
+                                                    "standardsHash"}:
+        raise _refuse(rel, "must be an object with accepted, rejected, pending, standardsHash")
+    standards_hash = state.get("standardsHash")
+    if standards_hash is not None and not (
+        isinstance(standards_hash, str) and _HEX64.fullmatch(standards_hash)
+    ):
+        raise _refuse(rel, "standardsHash must be null or 64 lowercase hex")
+    sections = _approved_sections(standards_text or "")
+    sources: dict[str, str | None] = {}
+    for status in ("accepted", "rejected", "pending"):
+        entries = state.get(status, [])
+        if not isinstance(entries, list):
+            raise _refuse(rel, f"{status} must be a list")
+        for index, item in enumerate(entries):
+            where = f"{status}[{index}]"
+            if isinstance(item, str):
+                checkout.skip(rel, f"{where} {item}: legacy entry without a hash (never trusted)")
+                continue
+            if not isinstance(item, dict) or set(item) != {"path", "hash"}:
+                raise _refuse(rel, f"{where} must be {{path, hash}}")
+            path, sha256 = item["path"], item["hash"]
+            if path not in STANDARDS_PATHS:
+                raise _refuse(rel, f"{where} names {path!r}, not a repository-wide standards file")
+            if sha256 == "legacy-unbound":
+                checkout.skip(rel, f"{where} {path}: legacy-unbound hash (never trusted)")
+                continue
+            if not isinstance(sha256, str) or not _HEX64.fullmatch(sha256):
+                raise _refuse(rel, f"{where} hash must be 64 lowercase hex")
+            if path not in sources:
+                sources[path] = reader.text(path)
+            current = sources[path]
+            if current is not None and sha256_text(current) == sha256:
+                content: str | None = current
+            else:
+                content = sections.get((path, sha256))
+            if content is None:
+                # GedWeb binds every decision to bytes; these are gone from the checkout.
+                checkout.skip(rel, f"{where} {path} {sha256[:12]}: its bytes are neither in "
+                                   f"{path} nor in .ged/STANDARDS.md")
+                continue
+            checkout.standards.append(StandardsEntry(status, path, sha256, content))
+
+
+# --- skills --------------------------------------------------------------------------------
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _skill_record_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return "is not an object"
+    unknown = set(record) - _SKILL_RECORD_KEYS
+    if unknown:
+        return f"has unknown keys {', '.join(sorted(unknown))}"
+    name = record.get("name")
+    if not isinstance(name, str) or skill_rules.name_problem(name):
+        return "name is not a valid skill name"
+    source = record.get("source")
+    if "provenance" not in record:
+        # A pre-v3 record: never trusted whatever it says, so any source text is kept.
+        if not isinstance(source, str) or not source.strip():
+            return "source must not be blank"
+    elif source not in ("bundled", "user", "created"):
+        return "source must be bundled, user or created"
+    if "sourcePath" in record and (
+        not isinstance(record["sourcePath"], str)
+        or len(record["sourcePath"]) > skill_rules.MAX_SOURCE_CHARS
+    ):
+        return f"sourcePath must be a string of at most {skill_rules.MAX_SOURCE_CHARS} characters"
+    refs = record.get("taskRefs")
+    if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
+        return "taskRefs must be a list of strings"
+    if _parse_time(record.get("installedAt")) is None:
+        return "installedAt must be a date"
+    if "reason" in record and (
+        not isinstance(record["reason"], str) or not record["reason"].strip()
+    ):
+        return "reason must not be blank"
+    if record.get("provenance", "legacy-unverified") not in (
+        "installed-copy", "reusable-explicit", "legacy-unverified"
+    ):
+        return "provenance is not known"
+    if "contentHash" in record and (
+        not isinstance(record["contentHash"], str) or not _HEX64.fullmatch(record["contentHash"])
+    ):
+        return "contentHash must be 64 lowercase hex"
+    return None
+
+
+def _read_skills(reader: _Reader, checkout: Checkout) -> None:
+    rel = ".ged/SKILLS-STATE.json"
+    state = reader.json(rel)
+    recorded: set[str] = set()
+    if state is not None:
+        checkout.supported[rel] = reader.data(rel) or b""
+        if not isinstance(state, dict) or state.get("schemaVersion", 2) != 2 or not isinstance(
+            state.get("managed"), list
+        ) or set(state) - {"schemaVersion", "managed"}:
+            raise _refuse(rel, "Ged project skill provenance state is unsupported")
+        for index, record in enumerate(state["managed"]):
+            problem = _skill_record_problem(record)
+            if problem:
+                raise _refuse(rel, f"managed[{index}] {problem}")
+            name = record["name"]
+            if name in recorded:
+                raise _refuse(rel, f"managed[{index}] repeats the skill {name}")
+            recorded.add(name)
+            skill_rel = f".agents/skills/{name}/SKILL.md"
+            content = reader.text(skill_rel)
+            if content is None:
+                checkout.skip(rel, f"managed[{index}] {name}: {skill_rel} is missing")
+                continue
+            if "\x00" in content or len(content) > skill_rules.MAX_CONTENT_CHARS:
+                raise _refuse(skill_rel, "must be at most 100,000 characters without NUL")
+            checkout.supported[skill_rel] = content.encode("utf-8")
+            installed_at = _parse_time(record["installedAt"])
+            assert installed_at is not None
+            checkout.skills.append(SkillEntry(name, content, record, installed_at))
+    for skill_rel in reader.files(".agents/skills"):
+        parts = PurePosixPath(skill_rel).parts
+        if len(parts) == 4 and parts[3] == "SKILL.md" and parts[2] in recorded:
+            continue
+        checkout.skip(skill_rel, "no provenance record in .ged/SKILLS-STATE.json"
+                      if parts[-1] == "SKILL.md" else "not a SKILL.md")
+
+
+# --- work items ------------------------------------------------------------------------------
+
+
+def _meta_problem(meta: Any, work_id: str) -> str | None:
+    if not isinstance(meta, dict):
+        return "is not an object"
+    if meta.get("schemaVersion") != 1 or meta.get("workId") != work_id:
+        return "needs schemaVersion 1 and the directory's workId"
+    summary = meta.get("summary")
+    if not isinstance(summary, str) or not summary.strip() or len(summary) > 240:
+        return "summary must be 1-240 characters"
+    if not gov.is_canonical_time(meta.get("createdAt")):
+        return "createdAt must be a canonical UTC time"
+    for key, limit in (("branch", 255), ("baseHead", 64)):
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > limit):
+            return f"{key} must be null or a string of at most {limit} characters"
+    if "origin" in meta:
+        origin = meta["origin"]
+        if not isinstance(origin, dict) or set(origin) != set(services.ORIGIN_KEYS):
+            return "origin must have exactly kind, migrationId, candidateId, selectable"
+    unknown = set(meta) - _META_KEYS
+    if unknown:
+        return f"has keys GedWeb does not keep: {', '.join(sorted(unknown))}"
+    return None
+
+
+def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
+    work_dir, runtime = f".ged/work/{work_id}", f".ged/runtime/{work_id}"
+    meta_rel, gov_rel = f"{work_dir}/META.json", f"{runtime}/governance.json"
+    meta = reader.json(meta_rel)
+    document = reader.json(gov_rel)
+    if meta is None:
+        if document is not None:
+            raise _refuse(gov_rel, "has no .ged/work META.json (GedPi checks META first)")
+        checkout.skip(work_dir, "no META.json")
+        return
+    if document is None:
+        checkout.skip(work_dir, "no governance.json (bootstrap work is not imported)")
+        return
+    checkout.supported[meta_rel] = reader.data(meta_rel) or b""
+    checkout.supported[gov_rel] = reader.data(gov_rel) or b""
+    problem = _meta_problem(meta, work_id)
+    if problem:
+        raise _refuse(meta_rel, problem)
+    try:
+        gov.validate_state(document, work_id)
+    except gov.GovernanceError as exc:
+        raise _refuse(gov_rel, exc.message) from None
+    if any(len(record["id"]) > 255 for record in document["evidence"]):
+        raise _refuse(gov_rel, "evidence ids longer than 255 characters are not kept")
+    repository = document["repository"]
+    if (document["summary"], repository["branch"], repository["baseHead"]) != (
+        meta["summary"], meta["branch"], meta["baseHead"]
+    ):
+        raise _refuse(gov_rel, "summary, branch or baseHead differs from META.json")
+    mode = document["decision"]["mode"]
+    allowed = {"direct-change": ("DIRECT.md",), "planned-change": ("SPEC.md", "TASKS.md",
+                                                                    "TESTS.md")}.get(mode, ())
+    entry = WorkEntry(meta, document, {}, {})
+    for rel in reader.files(work_dir):
+        parts = PurePosixPath(rel).parts[3:]
+        if parts == ("META.json",):
+            continue
+        if len(parts) == 1 and parts[0] in allowed:
+            text = reader.text(rel)
+            assert text is not None
+            checkout.supported[rel] = text.encode("utf-8")
+            entry.files[parts[0]] = text
+        elif len(parts) == 3 and parts[0] == "tasks" and parts[2] in TASK_FILE_NAMES:
+            task_id, name = parts[1], parts[2]
+            if not gov.SEGMENT_RE.fullmatch(task_id.lower()):
+                checkout.skip(rel, "task id is not a GedPi task id")
+                continue
+            text = reader.text(rel)
+            assert text is not None
+            if name == "HISTORY.json":
+                try:
+                    history = json.loads(text)
+                except ValueError:
+                    history = None
+                if not isinstance(history, list):
+                    raise _refuse(rel, "must be a JSON array of attempts")
+            checkout.supported[rel] = text.encode("utf-8")
+            entry.tasks[(task_id, name)] = text
+        else:
+            checkout.skip(rel, f"not a work file GedWeb keeps for {mode} work")
+    state_rel = f"{runtime}/STATE.md"
+    state_md = reader.data(state_rel)
+    if state_md is not None:
+        checkout.supported[state_rel] = state_md  # derived: compared, never imported
+    handoff_rel = f"{runtime}/SESSION-SUMMARY.md"
+    handoff = reader.text(handoff_rel)
+    if handoff is not None:
+        checkout.supported[handoff_rel] = handoff.encode("utf-8")
+        try:
+            validate_document_content(handoff)
+            checkout.handoffs[f"handoff/{work_id}.md"] = (handoff_rel, handoff)
+        except ValidationError as exc:
+            checkout.skip(handoff_rel, _messages(exc))
+    checkout.work.append(entry)
+
+
+def _read_work(reader: _Reader, checkout: Checkout) -> None:
+    work_ids = reader.subdirs(".ged/work")
+    for name in work_ids:
+        if not gov.is_work_id(name):
+            checkout.skip(f".ged/work/{name}", "not a generated work id (legacy layout)")
+            continue
+        _read_work_item(reader, checkout, name)
+    for name in reader.subdirs(".ged/runtime"):
+        if gov.is_work_id(name) and name not in work_ids and reader.data(
+            f".ged/runtime/{name}/governance.json"
+        ) is not None:
+            raise _refuse(f".ged/runtime/{name}/governance.json",
+                          "has no .ged/work META.json (GedPi checks META first)")
+
+
+def read_checkout(root: Path) -> Checkout:
+    """Read and validate everything ged_import would write; no database access."""
+    absolute = Path(os.path.abspath(root))
+    if os.path.realpath(absolute) != str(absolute):
+        raise CheckoutRefused(f"{root} is or lies inside a symbolic link")
+    if not absolute.is_dir():
+        raise CheckoutRefused(f"{root} is not a directory")
+    _check_migrated(absolute)
+    reader = _Reader(absolute)
+    checkout = Checkout(absolute)
+    checkout.supported[".ged/VERSION"] = reader.data(".ged/VERSION") or b""
+    _read_documents(reader, checkout)
+    _read_standards(reader, checkout)
+    _read_skills(reader, checkout)
+    _read_work(reader, checkout)
+    return checkout
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    root: str
+    created: dict[str, int] = field(default_factory=dict)
+    unchanged: dict[str, int] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    # Supported files whose bytes ged_export would not give back (see docs/interop.md).
+    not_reproducible: list[str] = field(default_factory=list)
+
+    def count(self, kind: str, changed: bool) -> None:
+        target = self.created if changed else self.unchanged
+        target[kind] = target.get(kind, 0) + 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"root": self.root, "created": self.created, "unchanged": self.unchanged,
+                "skipped": self.skipped, "not_reproducible": self.not_reproducible}
+
+
+def _named(rel: str, call: Callable[[], T]) -> T:
+    """Run one write; a refusal names the checkout file it came from."""
+    try:
+        return call()
+    except ValidationError as exc:
+        if hasattr(exc, "error_dict"):
+            text = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+        else:
+            text = _messages(exc)
+        raise CheckoutRefused(f"{rel}: {text}") from None
+    except DomainError as exc:
+        raise type(exc)(f"{rel}: {exc.message}", **exc.extra) from None
+
+
+def import_label(root: Path) -> str:
+    """author / decided_by of everything ged_import writes: ged_import and the checkout."""
+    return f"ged_import:{root.name or root}"[:64]
+
+
+def _put_document(project: Project, path: str, rel: str, text: str, author: str,
+                  reason: str) -> bool:
+    current = document_current(project, path)
+    if current is not None and current.content == text:
+        return False  # also for reports, which document_put refuses to touch again
+    result = _named(rel, lambda: document_put(
+        project=project, path=path, content=text, author=author,
+        expected_revision=current.revision if current else None, reason=reason,
+    ))
+    return result.changed
+
+
+def import_checkout(*, project: Project, root: Path) -> ImportResult:
+    """Validate the whole checkout, then write it in one transaction (or nothing)."""
+    checkout = read_checkout(root)
+    author = import_label(checkout.root)
+    reason = f"ged_import of {checkout.root}"[:1000]
+    result = ImportResult(str(checkout.root), skipped=list(checkout.skipped))
+    with transaction.atomic():
+        Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
+        for path, (rel, text) in checkout.documents.items():
+            result.count("documents", _put_document(project, path, rel, text, author, reason))
+        for entry in checkout.standards:
+            outcome = _named(".ged/IMPORT-STATE.json", lambda e=entry: standards_decision_import(
+                project=project, path=e.path, content=e.content, status=e.status,
+                author=author, decided_by=author,
+            ))
+            result.count("standards", outcome != "unchanged")
+        for skill in checkout.skills:
+            outcome = _named(f".agents/skills/{skill.name}/SKILL.md", lambda s=skill: skill_import(
+                project=project, name=s.name, content=s.content, record=s.record,
+                installed_at=s.installed_at, author=author,
+            ))
+            result.count("skills", outcome != "unchanged")
+        for entry in checkout.work:
+            _import_work(project, entry, author, result)
+        for path, (rel, text) in checkout.handoffs.items():
+            result.count("documents", _put_document(project, path, rel, text, author, reason))
+        rendered = render_tree(project)
+        result.not_reproducible = sorted(
+            rel for rel, data in checkout.supported.items() if rendered.get(rel) != data
+        )
+    return result
+
+
+def _import_work(project: Project, entry: WorkEntry, author: str, result: ImportResult) -> None:
+    work_id = entry.meta["workId"]
+    work_dir = f".ged/work/{work_id}"
+    work, created = _named(f"{work_dir}/META.json", lambda: services.work_import(
+        project=project, meta=entry.meta, document=entry.document, author=author,
+    ))
+    result.count("work_items", created)
+    added = _named(f".ged/runtime/{work_id}/governance.json", lambda: services.governance_import(
+        work=work, document=entry.document, author=author,
+    ))
+    result.count("governance_revisions", added)
+    for name, text in entry.files.items():
+        result.count("work_files", _named(f"{work_dir}/{name}", lambda n=name, t=text:
+                                          services.work_file_import(work=work, name=n, content=t,
+                                                                    author=author)))
+    for (task_id, name), text in entry.tasks.items():
+        result.count("task_artifacts", _named(
+            f"{work_dir}/tasks/{task_id}/{name}",
+            lambda t=task_id, n=name, c=text: services.task_artifact_import(
+                work=work, task_id=t, name=n, content=c, author=author),
+        ))
+

@@ -1,0 +1,27 @@
+"""`manage.py ged_export --project P PATH`: write a project back as a GedPi checkout layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import CommandParser
+
+from governance.gedpi_export import export_tree
+from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
+
+
+class Command(GedWebCommand):
+    help = (
+        "Write the project's supported GedPi files (docs/interop.md) under PATH, creating "
+        "directories as needed; other files under PATH are never touched or deleted."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--project", required=True)
+        parser.add_argument("path", help="target directory (created if missing)")
+
+    def handle(self, *args: Any, project: str, path: str, **options: Any) -> None:
+        target = get_project(project)
+        result = run_service(lambda: export_tree(project=target, root=Path(path)))
+        self.stdout.write(to_json(result.as_dict()))
