@@ -872,6 +872,14 @@ def print_report(results: dict[str, Any]) -> None:
         out(f"ratios {n:,}/empty (seeded vs before seeding): append p50 "
             f"{ratios.get('append_p50_vs_before_seeding')}, newest-100 p50 "
             f"{ratios.get('newest_100_p50_vs_before_seeding')}")
+    migration = results.get("migration")
+    if migration:
+        out("")
+        out(f"ged_migrate_v3 on {migration['tree']['files']:,} legacy files "
+            f"({migration['journal_entries']:,} journal entries): first run "
+            f"{migration['first_run_seconds']:.1f} s, second run (no-op, byte-identical) "
+            f"{migration['second_run_seconds']:.2f} s; manage.py start-up alone "
+            f"{migration['manage_py_startup_seconds']:.2f} s")
     out(f"mirror check: {results['checks'].get('mirror', '-')}")
     status = "OK" if not results["problems"] else "FAILED: " + "; ".join(results["problems"])
     out(f"result: {status}")
@@ -911,6 +919,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="entries seeded into the large project (default 100000; 0 skips)")
     parser.add_argument("--mid-seed", type=int, default=10_000,
                         help="entries of the middle growth point (default 10000; 0 skips)")
+    parser.add_argument("--migration-files", type=int, default=5000,
+                        help="files in the ged_migrate_v3 checkout (default 5000; 0 skips)")
     parser.add_argument("--samples", type=int, default=300,
                         help="requests per single-client latency figure (default 300)")
     parser.add_argument("--database-url", default=None,
@@ -933,6 +943,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--duration must be 1..600 seconds")
     if args.appends is not None and not 1 <= args.appends <= MAX_APPENDS:
         parser.error(f"--appends must be 1..{MAX_APPENDS}")
+    if args.migration_files and not 2_000 <= args.migration_files <= 100_000:
+        parser.error("--migration-files must be 0 or 2,000..100,000")
     if not 0 <= args.mid_seed <= 5_000_000:
         parser.error("--mid-seed must be 0..5,000,000")
     if not 0 <= args.seed <= 5_000_000:
@@ -1129,6 +1141,21 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
                 results["throughput"]["seeded"]["appends_per_s"],
                 results["throughput"]["empty"]["appends_per_s"])
             results["ratios"] = ratios
+
+        if args.migration_files:
+            log(f"ged_migrate_v3 on a legacy checkout of {args.migration_files:,} files, "
+                "then its second run (bench/migration.py)")
+            proc = subprocess.run(
+                [PYTHON, str(HERE / "migration.py"), "--files", str(args.migration_files)],
+                cwd=REPO, env=env, capture_output=True, text=True, timeout=3600, check=False,
+            )
+            if proc.returncode != 0:
+                problems.append(f"migration bench failed: {proc.stdout[-500:]}"
+                                f"{proc.stderr[-1500:]}")
+            else:
+                results["migration"] = json.loads(proc.stdout.strip().splitlines()[-1])
+                log(f"  first run {results['migration']['first_run_seconds']} s, "
+                    f"second run {results['migration']['second_run_seconds']} s")
 
         log("checking every mirror byte for byte (manage.py memory mirror --check)")
         try:

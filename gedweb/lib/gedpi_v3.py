@@ -733,21 +733,46 @@ def _acquire(root: Path, lock: _Lock, wait_seconds: float) -> dict[str, Any] | N
 
 # --- the run ----------------------------------------------------------------------------
 
+# Retained entries written to the journal per rewrite at most (see _Run.record).
+JOURNAL_BATCH = 256
+
 
 class _Run:
     def __init__(self, root: Path, hooks: MigrationHooks | None) -> None:
         self.root = root
         self.hooks = hooks or MigrationHooks()
         self.entries: list[dict[str, Any]] = read_journal(root)
+        self.keys = {entry_key(entry) for entry in self.entries}
+        self.unflushed = 0
+        self.owners: dict[str, list[str]] | None = None
 
     # journal ---------------------------------------------------------------------------
 
-    def record(self, entry: dict[str, Any]) -> None:
+    def record(self, entry: dict[str, Any], *, deferred: bool = False) -> None:
+        """Add an entry (once) and rewrite the journal, as GedPi's recordEntry does.
+
+        GedWeb defers the rewrite for entries that precede no destructive step
+        (retained files, which stay in place), up to JOURNAL_BATCH of them: the
+        journal is rewritten whole each time, so writing it per retained file
+        made a large migration quadratic in I/O. A crash loses at most those
+        deferred entries, and the rerun recreates them from the same files and
+        backups in the same order. Every entry that precedes a destructive step
+        is written (with all deferred ones) before that step, as in GedPi.
+        """
         key = entry_key(entry)
-        if not any(entry_key(existing) == key for existing in self.entries):
+        if key not in self.keys:
+            self.keys.add(key)
             self.entries.append(entry)
+        self.unflushed += 1
+        if not deferred or self.unflushed >= JOURNAL_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.unflushed:
+            return
         journal = {"schemaVersion": 1, "migrationId": MIGRATION_ID, "entries": self.entries}
         safefs.atomic_write(self.root, JOURNAL_PATH, dump_json(journal), keep_mode=True)
+        self.unflushed = 0
 
     def before(self, source_path: str) -> None:
         if self.hooks.before_commit is not None:
@@ -784,7 +809,7 @@ class _Run:
         digest, backup = self.backup(source_path, content)
         failpoint(f"migrate_v3.{step}.backed_up")
         self.record(make_entry(source_path, "retained-substantive", sha256=digest,
-                               backup=backup, reason=reason))
+                               backup=backup, reason=reason), deferred=True)
         failpoint(f"migrate_v3.{step}.journaled")
 
     # A ---------------------------------------------------------------------------------
@@ -873,10 +898,12 @@ class _Run:
                 continue
             digest, backup = self.backup(source_path, content)
             failpoint("migrate_v3.task.backed_up")
-            destination = task_destination(self.root, name)
+            if self.owners is None:
+                self.owners = task_owner_index(self.root)
+            destination = task_destination(self.root, name, self.owners)
             if destination is None:
                 self.record(make_entry(source_path, "retained-substantive", sha256=digest,
-                                       backup=backup, reason=REASON_NO_OWNER))
+                                       backup=backup, reason=REASON_NO_OWNER), deferred=True)
                 continue
             self.require_unchanged(source_path, digest)
             safefs.check(self.root, destination, WRITE)
@@ -908,12 +935,12 @@ class _Run:
             self.retain(source_path, REASON_AMBIGUOUS)
         for source_path in _gedpi_walk(self.root, ".ged/project-skills"):
             self.retain(source_path, REASON_SKILLS)
+        removed = {e.get("sourcePath") for e in self.entries
+                   if e.get("action") == "removed-placeholder"}
         for directory in GLOBAL_DIRS:
             for source_path in _gedpi_walk(self.root, f".ged/{directory}"):
-                if any(e.get("sourcePath") == source_path
-                       and e.get("action") == "removed-placeholder" for e in self.entries):
-                    continue
-                self.retain(source_path, REASON_GLOBAL)
+                if source_path not in removed:
+                    self.retain(source_path, REASON_GLOBAL)
 
     # H (GedWeb) ------------------------------------------------------------------------
 
@@ -924,6 +951,7 @@ class _Run:
     # completion ------------------------------------------------------------------------
 
     def complete(self) -> dict[str, Any]:
+        self.flush()
         failpoint("migrate_v3.before_completion")
         state = {
             "schemaVersion": SCHEMA_VERSION,
@@ -951,34 +979,37 @@ def task_descriptor(name: str) -> tuple[str, str] | None:
     return None
 
 
-def task_owners(root: Path, task_id: str) -> list[str]:
-    """Generated work IDs whose TASKS.md has ``task_id`` as some line's second cell."""
+def task_owner_index(root: Path) -> dict[str, list[str]]:
+    """Task id -> the generated work IDs whose TASKS.md has it as some line's second cell.
+
+    Read once per run (GedPi re-reads every TASKS.md for every task file,
+    which is quadratic on large checkouts; the answer is the same).
+    """
     _, work_dirs = _top_level(root, ".ged/work")
-    owners = []
+    index: dict[str, list[str]] = {}
     for work_id in work_dirs:
         if not WORK_ID_RE.fullmatch(work_id):
             continue
-        rel = f".ged/work/{work_id}/TASKS.md"
-        tasks = _read(root, rel)
+        tasks = _read(root, f".ged/work/{work_id}/TASKS.md")
         if tasks is None:
             continue
-        for line in _text(tasks).split("\n"):
-            cells = line.split("|")
-            if len(cells) > 1 and js_trim(cells[1]) == task_id:
-                owners.append(work_id)
-                break
-    return owners
+        cells = {js_trim(line.split("|")[1]) for line in _text(tasks).split("\n")
+                 if line.count("|") >= 1}
+        for task_id in cells:
+            index.setdefault(task_id, []).append(work_id)
+    return index
 
 
-def task_destination(root: Path, name: str) -> str | None:
+def task_destination(root: Path, name: str,
+                     owners: dict[str, list[str]] | None = None) -> str | None:
     descriptor = task_descriptor(name)
     if descriptor is None:
         return None
     task_id, artifact = descriptor
-    owners = task_owners(root, task_id)
-    if len(owners) != 1:
+    found = (owners if owners is not None else task_owner_index(root)).get(task_id, [])
+    if len(found) != 1:
         return None
-    return f".ged/work/{owners[0]}/tasks/{task_id}/{artifact}"
+    return f".ged/work/{found[0]}/tasks/{task_id}/{artifact}"
 
 
 def gedweb_reported(root: Path) -> Iterator[tuple[str, str]]:
@@ -1108,6 +1139,7 @@ def plan_v3(root: Path) -> list[str]:
                          "replace it with a pointer" + backup_note(source_path, content))
 
     files, _ = _top_level(root, ".ged/tasks")
+    owners = task_owner_index(root)
     for name in files:
         if name == "README.md" or f".ged/tasks/{name}" in removed:
             continue
@@ -1115,7 +1147,7 @@ def plan_v3(root: Path) -> list[str]:
         content = _read(root, source_path)
         if content is None:
             continue
-        destination = task_destination(root, name)
+        destination = task_destination(root, name, owners)
         note = backup_note(source_path, content)
         if destination is None:
             lines.append(f"  retain {source_path}: {REASON_NO_OWNER}{note}")
