@@ -32,6 +32,14 @@ ARTIFACTS: list[dict[str, Any]] = [
         "lifecycle": "created once; never deleted (its memory is append-only); name editable",
     },
     {
+        "artifact": "memory.Membership",
+        "storage": "database",
+        "producer": "operators in Django admin (Membership admin, Project page inline)",
+        "consumers": ["pages (Project.objects.visible_to)"],
+        "authority": "machine-authority",
+        "lifecycle": "one per (user, project): viewer or operator; changed or removed by operators",
+    },
+    {
         "artifact": "memory.ProjectToken",
         "storage": "database",
         "producer": "memory.services.project_create / project_token_create",
@@ -58,7 +66,7 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "memory.DocumentRevision",
         "storage": "database",
-        "producer": "memory.documents.document_put (PUT /documents/{path})",
+        "producer": "memory.documents.document_put (PUT /documents/{path}, `ged_import`)",
         "consumers": ["context bundle", "pages", "GedPi export"],
         "authority": "durable-data",
         "lifecycle": f"{_APPEND_ONLY}; one row per revision; reports are write-once",
@@ -66,7 +74,7 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.WorkItem",
         "storage": "database",
-        "producer": "governance.services.work_open",
+        "producer": "governance.services.work_open (or work_import for `ged_import`)",
         "consumers": ["governance", "active work", "context bundle"],
         "authority": "machine-authority",
         "lifecycle": f"{_APPEND_ONLY}: its META never changes",
@@ -74,7 +82,10 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.GovernanceRevision",
         "storage": "database",
-        "producer": "governance.services.governance_write (every accepted write)",
+        "producer": (
+            "governance.services.governance_write (every accepted write); governance_import "
+            "(`ged_import`: a checkout's governance.json under its own revision number)"
+        ),
         "consumers": ["guard", "lifecycle", "revision history", "context bundle"],
         "authority": "machine-authority",
         "lifecycle": f"{_APPEND_ONLY}; revisions strictly +1 per work item",
@@ -90,7 +101,7 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.WorkFile",
         "storage": "database",
-        "producer": "work_open (templates) and work_file_write",
+        "producer": "work_open (templates), work_file_write and work_file_import (`ged_import`)",
         "consumers": ["coordinator", "plan binding", "context bundle"],
         "authority": "work-input",
         "lifecycle": f"{_APPEND_ONLY}; one row per version of DIRECT/SPEC/TASKS/TESTS.md",
@@ -98,7 +109,7 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.TaskArtifact",
         "storage": "database",
-        "producer": "task_artifact_write (the work engine)",
+        "producer": "task_artifact_write (the work engine), task_artifact_import (`ged_import`)",
         "consumers": ["retry and recovery"],
         "authority": "work-input",
         "lifecycle": f"{_APPEND_ONLY}; one row per version of BRIEF.md, HISTORY.json, RECOVERY.md",
@@ -130,7 +141,7 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.Skill",
         "storage": "database",
-        "producer": "PUT /skills/{name}",
+        "producer": "PUT /skills/{name}; skill_import (`ged_import`, record kept as found)",
         "consumers": ["skill matching"],
         "authority": "project-configuration",
         "lifecycle": "content and provenance hash stored together; drifted skills never match",

@@ -3,18 +3,47 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
+from django.utils.csp import CSP
+from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from memory import views as pages
 from memory.api import views as api
 
+# Swagger UI's page (templates/drf_spectacular/swagger_ui.html) has one
+# inline script and one inline style; per-request nonces admit exactly
+# those. Everything else is the site-wide SECURE_CSP.
+DOCS_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+
 urlpatterns = [
     path("", pages.home, name="home"),
     path("healthz", api.HealthView.as_view(), name="healthz"),
     path("admin/", admin.site.urls),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("p/<str:project_id>/", include("memory.urls")),
+    path("p/<str:project_id>/", include("governance.urls")),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path(
+        "v1/docs",
+        csp_override(DOCS_CSP)(SpectacularSwaggerView.as_view(url_name="schema")),
+        name="docs",
+    ),
     path("v1/", include("memory.api.urls")),
     path("v1/", include("governance.api.urls")),
     # Last: any other /v1 path is a JSON 404, whatever DEBUG says.

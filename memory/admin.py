@@ -14,6 +14,7 @@ from gedweb.exceptions import DomainError
 from memory import services
 from memory.models import (
     DocumentRevision,
+    Membership,
     MemoryCandidate,
     MemoryEntry,
     Project,
@@ -55,11 +56,25 @@ class TokenInline(admin.TabularInline):
         return False
 
 
+class MembershipInline(admin.TabularInline):
+    """Who may read this project's team pages, and in which role."""
+
+    model = Membership
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["created_at"]
+    autocomplete_fields = ["user"]
+    extra = 0
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "created_at"]
     search_fields = ["id", "name"]
-    inlines = [TokenInline]
+    inlines = [MembershipInline, TokenInline]
+
+    def get_inlines(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        # Members are added once the project exists; creation stays one form.
+        return self.inlines if obj is not None else [TokenInline]
 
     def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
         if obj is None:
@@ -84,6 +99,16 @@ class ProjectAdmin(admin.ModelAdmin):
             f"Token '{services.DEFAULT_TOKEN_NAME}' for {project.id}: {raw} "
             "(shown once; copy it now)",
         )
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["project", "user", "role", "created_at"]
+    list_filter = ["role", "project"]
+    list_select_related = ["project", "user"]
+    search_fields = ["project__id", "user__username", "user__email"]
+    autocomplete_fields = ["user", "project"]
+    readonly_fields = ["created_at"]
 
 
 class TokenCreateForm(forms.ModelForm):

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -16,6 +17,7 @@ from memory.querysets import (
     CandidateQuerySet,
     DocumentRevisionQuerySet,
     EntryQuerySet,
+    ProjectQuerySet,
     ProjectTokenQuerySet,
 )
 from memory.validators import (
@@ -31,6 +33,7 @@ __all__ = [
     "DocumentRevision",
     "MemoryCandidate",
     "MemoryEntry",
+    "Membership",
     "Project",
     "ProjectToken",
 ]
@@ -52,6 +55,8 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = ProjectQuerySet.as_manager()
+
     class Meta:
         ordering = ["id"]
 
@@ -60,6 +65,41 @@ class Project(models.Model):
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "created_at": format_timestamp(self.created_at)}
+
+
+class Membership(models.Model):
+    """A person's access to one project's team pages; managed by operators in the admin.
+
+    Both roles read every page of the project. Operator is the role for
+    people who also run the project in the Django admin; the admin itself
+    still needs staff status and model permissions, which the role does not
+    grant.
+    """
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer"
+        OPERATOR = "operator"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project_id", "user_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "project"], name="memory_membership_unique_user_project"
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["viewer", "operator"]), name="memory_membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project_id} ({self.role})"
 
 
 class ProjectToken(models.Model):

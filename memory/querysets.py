@@ -23,6 +23,20 @@ def search_words(text: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
 
+class ProjectQuerySet(models.QuerySet):
+    def visible_to(self, user: Any) -> ProjectQuerySet:
+        """Projects a signed-in person may read: all for superusers, else their memberships.
+
+        Every team page fetches its project through this, so a project a
+        user is not a member of answers exactly like a missing one.
+        """
+        if user is None or not user.is_authenticated or not user.is_active:
+            return self.none()
+        if user.is_superuser:
+            return self.all()
+        return self.filter(memberships__user=user)
+
+
 class ProjectTokenQuerySet(models.QuerySet):
     def active(self) -> ProjectTokenQuerySet:
         return self.filter(revoked_at__isnull=True)
@@ -101,6 +115,29 @@ class EntryQuerySet(models.QuerySet):
                 output_field=BooleanField(),
             )
         return self.filter(condition)
+
+    def distinct_values(self, project: Any, field: str, limit: int = 200) -> list[str]:
+        """The project's distinct categories or sources, in order, one index probe each.
+
+        A loose index scan over (project, field, seq): neither SQLite nor
+        PostgreSQL skips through an index for DISTINCT, and a plain DISTINCT
+        reads one index entry per memory entry.
+        """
+        if field not in ("category", "source"):
+            raise ValueError(f"no index to list distinct {field!r} values")
+        sql = (
+            f"WITH RECURSIVE t(v) AS ("
+            f" SELECT MIN({field}) FROM memory_memoryentry WHERE project_id = %s"
+            f" UNION ALL"
+            f" SELECT (SELECT MIN({field}) FROM memory_memoryentry"
+            f"  WHERE project_id = %s AND {field} > t.v)"
+            f" FROM t WHERE t.v IS NOT NULL"
+            f") SELECT v FROM t WHERE v IS NOT NULL LIMIT %s"
+        )
+        project_id = getattr(project, "pk", project)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [project_id, project_id, limit])
+            return [row[0] for row in cursor.fetchall()]
 
     def chain_rows(self) -> Iterator[dict[str, Any]]:
         """Every entry's chained fields plus its links, in seq order, streamed."""

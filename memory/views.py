@@ -1,10 +1,306 @@
-"""Team pages. The landing page for now; project browsing follows in the pages work."""
+"""Team pages for memory: project list, overview, timeline and search, entries, the
+mirror, documents.
+
+Read-only views over the same querysets and services the API uses. Every
+project page fetches its project through ``project_or_404``: a project the
+signed-in user is not a member of answers 404, exactly like a missing one.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, F, OuterRef, Subquery
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from gedweb.lib.mirror import render_chunks, render_full
+from memory import documents
+from memory.models import Membership, MemoryEntry, Project
+from memory.validators import validate_category, validate_source
+
+PAGE_SIZE = 50
+MIRROR_PAGE_SIZE = 100
+SNIPPET_CHARS = 600
+MAX_CHAIN = 100
+
+
+def project_or_404(request: HttpRequest, project_id: str) -> Project:
+    """The one way a page gets its project: visible to this user, or 404."""
+    return get_object_or_404(Project.objects.visible_to(request.user), pk=project_id)
+
+
+def project_context(request: HttpRequest, project: Project, section: str) -> dict[str, Any]:
+    """What base.html needs on every project page: switcher, role, active tab."""
+    role = None
+    if not request.user.is_superuser:
+        role = (
+            Membership.objects.filter(user=request.user, project=project)
+            .values_list("role", flat=True)
+            .first()
+        )
+    switcher = list(Project.objects.visible_to(request.user).order_by("id").values("id", "name"))
+    return {"project": project, "role": role or "superuser", "section": section,
+            "switcher": switcher}
+
+
+# --- cursors ------------------------------------------------------------------------------
+
+
+def _positive_int(value: str | None) -> int | None:
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise Http404  # a malformed cursor names no page
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One keyset page, newest first: items plus the cursors either way (None: no page)."""
+
+    items: list[Any]
+    newer: int | None
+    older: int | None
+
+
+def keyset_page(rows: Any, key: str, before: int | None, after: int | None,
+                size: int) -> Page:
+    """Newest-first keyset pagination on an indexed integer column; never OFFSET or COUNT.
+
+    ``before=k`` shows the next ``size`` rows with key < k (older), ``after=k``
+    the ``size`` rows with key > k nearest to it (newer). The opposite link
+    exists whenever a cursor brought the reader here.
+    """
+    if after is not None:
+        chunk = list(rows.filter(**{f"{key}__gt": after}).order_by(key)[: size + 1])
+        more = len(chunk) > size
+        items = list(reversed(chunk[:size]))
+        newer = getattr(items[0], key) if more and items else None
+        older = getattr(items[-1], key) if items else after + 1
+        return Page(items, newer, older)
+    if before is not None:
+        rows = rows.filter(**{f"{key}__lt": before})
+    chunk = list(rows.order_by(f"-{key}")[: size + 1])
+    items = chunk[:size]
+    older = getattr(items[-1], key) if len(chunk) > size else None
+    newer = (getattr(items[0], key) if items else before - 1) if before is not None else None
+    return Page(items, newer, older)
+
+
+# --- pages ------------------------------------------------------------------------------
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "memory/home.html")
+    """The project list for a signed-in user; what GedWeb is, for everyone else."""
+    if not request.user.is_authenticated:
+        return render(request, "memory/home.html")
+    # The newest seq is the entry count (seq is gap-free): one index probe
+    # per project instead of COUNT(*) over its entries.
+    newest = (
+        MemoryEntry.objects.filter(project=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    )
+    projects = (
+        Project.objects.visible_to(request.user)
+        .annotate(entry_count=Subquery(newest))
+        .order_by("id")
+    )
+    roles = dict(
+        Membership.objects.filter(user=request.user).values_list("project_id", "role")
+    )
+    rows = [
+        {"project": p, "entries": p.entry_count or 0,
+         "role": "superuser" if request.user.is_superuser else roles.get(p.pk)}
+        for p in projects
+    ]
+    return render(request, "memory/project_list.html", {"rows": rows})
+
+
+@login_required
+def overview(request: HttpRequest, project_id: str) -> HttpResponse:
+    project = project_or_404(request, project_id)
+    head = MemoryEntry.objects.for_project(project).head()
+    recent = list(
+        MemoryEntry.objects.for_project(project).order_by("-seq")
+        .only("seq", "category", "source", "author", "created_at", "content")[:5]
+    )
+    docs = documents.document_list(project)
+    work_count = project.work_items.count()
+    return render(request, "memory/overview.html", {
+        **project_context(request, project, "overview"),
+        "project_md": documents.document_current(project, "PROJECT.md"),
+        "head": head,
+        "recent": recent,
+        "documents": docs,
+        "work_count": work_count,
+    })
+
+
+def _choice(request: HttpRequest, name: str, validator: Any) -> str:
+    value = request.GET.get(name, "").strip()
+    if not value:
+        return ""
+    try:
+        validator(value)
+    except Exception:
+        return ""  # an impossible filter value matches nothing useful; ignore it
+    return value
+
+
+@login_required
+def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
+    """The timeline, newest first, with category and source filters and full-text search."""
+    project = project_or_404(request, project_id)
+    category = _choice(request, "category", validate_category)
+    source = _choice(request, "source", validate_source)
+    query = request.GET.get("q", "").strip()[:200]
+    entries = MemoryEntry.objects.for_project(project)
+    if category:
+        entries = entries.filter(category=category)
+    if source:
+        entries = entries.filter(source=source)
+    if query:
+        entries = entries.search(query)
+    entries = entries.with_links().annotate(corrects_seq=F("corrects__seq")).defer(
+        "prev_hash", "hash", "idempotency_key", "request_hash"
+    )
+    page = keyset_page(entries, "seq", _positive_int(request.GET.get("before")),
+                       _positive_int(request.GET.get("after")), PAGE_SIZE)
+    filters = {k: v for k, v in (("category", category), ("source", source), ("q", query)) if v}
+    return render(request, "memory/entry_list.html", {
+        **project_context(request, project, "memory"),
+        "page": page,
+        "filters": filters,
+        "category": category,
+        "source": source,
+        "query": query,
+        "snippet_chars": SNIPPET_CHARS,
+        "categories": _facet(project, "category"),
+        "sources": _facet(project, "source"),
+    })
+
+
+def _facet(project: Project, field: str) -> list[str]:
+    return MemoryEntry.objects.distinct_values(project, field)
+
+
+@login_required
+def entry_detail(request: HttpRequest, project_id: str, ref: str) -> HttpResponse:
+    """One entry, what it corrects (back to the original) and what corrects it."""
+    project = project_or_404(request, project_id)
+    entries = MemoryEntry.objects.for_project(project)
+    entry = entries.by_ref(ref).with_links().annotate(corrects_seq=F("corrects__seq")).first()
+    if entry is None:
+        raise Http404
+    earlier = []
+    cursor = entry
+    while cursor.corrects_id is not None and len(earlier) < MAX_CHAIN:
+        cursor = entries.get(pk=cursor.corrects_id)
+        earlier.append(cursor)
+    later = []
+    frontier = [entry.pk]
+    while frontier and len(later) < MAX_CHAIN:
+        # Through the corrects_id index: a project filter here would tempt
+        # SQLite into walking the (project, seq) index instead. Corrections
+        # only ever name entries of their own project; the check below keeps
+        # it so whatever the data says.
+        rows = [
+            row for row in MemoryEntry.objects.filter(corrects_id__in=frontier)
+            .annotate(corrects_seq=F("corrects__seq"))
+            .order_by("seq")[:MAX_CHAIN]
+            if row.project_id == project.pk
+        ]
+        later.extend(rows)
+        frontier = [row.pk for row in rows]
+    return render(request, "memory/entry_detail.html", {
+        **project_context(request, project, "memory"),
+        "entry": entry,
+        "earlier": list(reversed(earlier)),
+        "later": later,
+        "corrected_by": entry.corrected_by_rows,
+    })
+
+
+@login_required
+def mirror(request: HttpRequest, project_id: str) -> HttpResponse:
+    """MEMORY.md rendered, a page of entries at a time (the mirror's own byte format)."""
+    project = project_or_404(request, project_id)
+    after = _positive_int(request.GET.get("after")) or 0
+    # seq is gap-free per project, so a page is a seq range read from the index.
+    rows = list(
+        MemoryEntry.objects.for_project(project)
+        .filter(seq__gt=after, seq__lte=after + MIRROR_PAGE_SIZE)
+        .chain_rows()
+    )
+    head = MemoryEntry.objects.for_project(project).head()
+    more = head is not None and head["seq"] > after + MIRROR_PAGE_SIZE
+    text = render_full(project.pk, rows)
+    return render(request, "memory/mirror.html", {
+        **project_context(request, project, "mirror"),
+        "text": text,
+        "after": after,
+        "next_after": after + MIRROR_PAGE_SIZE if more else None,
+        "previous_after": max(after - MIRROR_PAGE_SIZE, 0) if after else None,
+        "page_size": MIRROR_PAGE_SIZE,
+    })
+
+
+@login_required
+def mirror_text(request: HttpRequest, project_id: str) -> StreamingHttpResponse:
+    """The whole MEMORY.md as text, rendered from the record as the API serves it."""
+    project = project_or_404(request, project_id)
+    rows = MemoryEntry.objects.for_project(project).chain_rows()
+    chunks = (chunk.encode() for chunk in render_chunks(project.pk, rows))
+    response = StreamingHttpResponse(chunks, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="{project.pk}-MEMORY.md"'
+    return response
+
+
+@login_required
+def document_list(request: HttpRequest, project_id: str) -> HttpResponse:
+    project = project_or_404(request, project_id)
+    rows = documents.document_list(project)
+    groups: dict[str, list[Any]] = {"project": [], "context": [], "adr": [], "report": [],
+                                    "handoff": []}
+    for row in rows:
+        groups[documents.parse_document_path(row.path).kind].append(row)
+    revisions = dict(
+        project.documents.values_list("path").annotate(n=Count("id")).values_list("path", "n")
+    )
+    return render(request, "memory/document_list.html", {
+        **project_context(request, project, "documents"),
+        "groups": [
+            ("Project", groups["project"] + groups["context"]),
+            ("Architecture decisions (ADRs)", groups["adr"]),
+            ("Reports", groups["report"]),
+            ("Handoffs", groups["handoff"]),
+        ],
+        "revisions": revisions,
+    })
+
+
+@login_required
+def document_detail(request: HttpRequest, project_id: str, path: str) -> HttpResponse:
+    project = project_or_404(request, project_id)
+    try:
+        documents.parse_document_path(path)
+    except ValueError:
+        raise Http404 from None
+    history = documents.document_revisions(project, path)
+    if not history:
+        raise Http404
+    number = _positive_int(request.GET.get("revision"))
+    if number is None:
+        shown = documents.document_current(project, path)
+    else:
+        shown = documents.document_revision(project, path, number)
+        if shown is None:
+            raise Http404
+    return render(request, "memory/document_detail.html", {
+        **project_context(request, project, "documents"),
+        "document": shown,
+        "history": list(reversed(history)),
+        "is_current": shown.revision == history[-1].revision,
+    })

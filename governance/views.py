@@ -1,0 +1,165 @@
+"""Team pages for governance: work items, standards, skills and the context delivery log.
+
+Read-only views over the services the API uses; every page gets its project
+from memory.views.project_or_404, so non-members see 404.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import OuterRef, Subquery
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
+from governance import services, skills, standards
+from governance.models import ContextDelivery, GovernanceRevision, Skill, StandardsImport, WorkItem
+from memory.views import PAGE_SIZE, _positive_int, keyset_page, project_context, project_or_404
+
+
+@login_required
+def work_list(request: HttpRequest, project_id: str) -> HttpResponse:
+    """Work items, newest first, each with its current lifecycle, mode and slice."""
+    project = project_or_404(request, project_id)
+    newest = (
+        GovernanceRevision.objects.filter(work=OuterRef("pk"))
+        .order_by("-revision")
+        .values("document_json")[:1]
+    )
+    rows = WorkItem.objects.for_project(project).annotate(current_json=Subquery(newest))
+    page = keyset_page(rows, "id", _positive_int(request.GET.get("before")),
+                       _positive_int(request.GET.get("after")), PAGE_SIZE)
+    items = []
+    for work in page.items:
+        state = json.loads(work.current_json) if work.current_json else {}
+        items.append({"work": work, "state": state})
+    return render(request, "governance/work_list.html", {
+        **project_context(request, project, "work"),
+        "page": page,
+        "items": items,
+    })
+
+
+def _work_or_404(project: Any, work_id: str) -> WorkItem:
+    work = WorkItem.objects.for_project(project).filter(work_id=work_id).first()
+    if work is None:
+        raise Http404
+    return work
+
+
+@login_required
+def work_detail(request: HttpRequest, project_id: str, work_id: str) -> HttpResponse:
+    """META, current governance, what the guard would allow now, history and files."""
+    project = project_or_404(request, project_id)
+    work = _work_or_404(project, work_id)
+    state = services.governance_document(work)
+    guard = [
+        {"action": action, "reason": services.guard_check(work=work, action=action)}
+        for action in GUARD_ACTIONS
+    ]
+    revisions = list(
+        GovernanceRevision.objects.filter(work=work).order_by("-revision")
+        .values("revision", "operation", "author", "created_at", "evidence_count")
+    )
+    files = services.latest_files(work)
+    return render(request, "governance/work_detail.html", {
+        **project_context(request, project, "work"),
+        "work": work,
+        "meta": work.meta(),
+        "state": state,
+        "state_md": render_state_md(state),
+        "guard": guard,
+        "revisions": revisions,
+        "evidence": list(reversed(state["evidence"])),
+        "approvals": state.get("approvals", []),
+        "transitions": state.get("lifecycleTransitions", []),
+        "files": [files[name] for name in sorted(files)],
+    })
+
+
+@login_required
+def revision_detail(request: HttpRequest, project_id: str, work_id: str,
+                    number: int) -> HttpResponse:
+    project = project_or_404(request, project_id)
+    work = _work_or_404(project, work_id)
+    document = services.revision_document(work, number)
+    if document is None:
+        raise Http404
+    row = GovernanceRevision.objects.get(work=work, revision=number)
+    return render(request, "governance/revision_detail.html", {
+        **project_context(request, project, "work"),
+        "work": work,
+        "revision": row,
+        "document_text": json.dumps(document, indent=2, ensure_ascii=False),
+    })
+
+
+@login_required
+def standards_state(request: HttpRequest, project_id: str) -> HttpResponse:
+    """What STANDARDS.md serves, each path's approval state, pending renewals, every import."""
+    project = project_or_404(request, project_id)
+    state = standards.standards_state(project)
+    imports = sorted(
+        state["accepted"] + state["pending"] + state["rejected"], key=lambda row: -row["id"]
+    )
+    return render(request, "governance/standards.html", {
+        **project_context(request, project, "standards"),
+        "state": state,
+        "imports": imports,
+        "renewals": [s for s in state["sources"] if s["state"].startswith("renewal-")],
+    })
+
+
+@login_required
+def standards_import(request: HttpRequest, project_id: str, import_id: int) -> HttpResponse:
+    project = project_or_404(request, project_id)
+    row = (
+        StandardsImport.objects.for_project(project).select_related("decision")
+        .filter(pk=import_id).first()
+    )
+    if row is None:
+        raise Http404
+    return render(request, "governance/standards_import.html", {
+        **project_context(request, project, "standards"),
+        "item": standards.import_as_dict(row, standards.served_ids(project)),
+        "content": row.content,
+    })
+
+
+@login_required
+def skill_list(request: HttpRequest, project_id: str) -> HttpResponse:
+    project = project_or_404(request, project_id)
+    rows = [skills.skill_summary(skill) for skill in skills.current_skills(project)]
+    return render(request, "governance/skill_list.html", {
+        **project_context(request, project, "skills"),
+        "skills": rows,
+    })
+
+
+@login_required
+def skill_detail(request: HttpRequest, project_id: str, name: str) -> HttpResponse:
+    project = project_or_404(request, project_id)
+    versions = list(Skill.objects.for_project(project).filter(name=name).order_by("-version"))
+    if not versions:
+        raise Http404
+    return render(request, "governance/skill_detail.html", {
+        **project_context(request, project, "skills"),
+        "skill": skills.skill_as_dict(versions[0]),
+        "versions": versions,
+    })
+
+
+@login_required
+def context_log(request: HttpRequest, project_id: str) -> HttpResponse:
+    """Who received which context bundle bytes, newest first."""
+    project = project_or_404(request, project_id)
+    rows = ContextDelivery.objects.filter(project=project).select_related("work")
+    page = keyset_page(rows, "id", _positive_int(request.GET.get("before")),
+                       _positive_int(request.GET.get("after")), PAGE_SIZE)
+    return render(request, "governance/context_log.html", {
+        **project_context(request, project, "context"),
+        "page": page,
+    })

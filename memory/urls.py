@@ -1,0 +1,19 @@
+"""Team pages for memory, under /p/<project_id>/ (names like memory:entry-detail)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from memory import views
+
+app_name = "memory"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("memory/", views.entry_list, name="entry-list"),
+    path("memory/<str:ref>", views.entry_detail, name="entry-detail"),
+    path("mirror/", views.mirror, name="mirror"),
+    path("MEMORY.md", views.mirror_text, name="mirror-text"),
+    path("documents/", views.document_list, name="document-list"),
+    path("documents/<path:path>", views.document_detail, name="document-detail"),
+]

@@ -1,0 +1,78 @@
+"""People and projects for the page tests: a member of alpha, an outsider, a superuser."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from memory import services
+from memory.models import Membership
+from tests.pages.seed import Seeded, seed_project
+
+PASSWORD = "pw-correct-horse-battery"
+
+
+@dataclass
+class Site:
+    alpha: Seeded
+    beta: Seeded
+    member: Any  # viewer of alpha only
+    operator: Any  # operator of alpha only
+    outsider: Any  # member of beta only
+    root: Any  # superuser, member of nothing
+
+
+@pytest.fixture
+def site(make_project, django_user_model) -> Site:
+    alpha = seed_project(make_project("alpha", "Web shop").project)
+    beta = seed_project(make_project("beta", "Secret lab").project, author="agent-beta")
+    for word in ("zanzibar", "quokka"):
+        # Words only beta holds, to prove alpha's search and counts never see them.
+        services.memory_entry_create(project=beta.project, author="agent-beta",
+                                     category="secret", source="lab", content=f"{word} plans")
+    users = {}
+    for name in ("vera", "otto", "nina"):
+        users[name] = django_user_model.objects.create_user(name, f"{name}@example.org", PASSWORD)
+    root = django_user_model.objects.create_superuser("root", "root@example.org", PASSWORD)
+    Membership.objects.create(user=users["vera"], project=alpha.project)
+    Membership.objects.create(user=users["otto"], project=alpha.project,
+                              role=Membership.Role.OPERATOR)
+    Membership.objects.create(user=users["nina"], project=beta.project)
+    return Site(alpha, beta, users["vera"], users["otto"], users["nina"], root)
+
+
+def login(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def project_urls(seeded: Seeded) -> list[str]:
+    """Every team page of one project, with real ids from its data."""
+    p = seeded.project.pk
+    work = seeded.work
+    accepted = seeded.extra["accepted"]
+    return [
+        f"/p/{p}/",
+        f"/p/{p}/memory/",
+        f"/p/{p}/memory/?q=postgresql",
+        f"/p/{p}/memory/?category=decision&source=architect",
+        f"/p/{p}/memory/{seeded.correction.seq}",
+        f"/p/{p}/memory/{seeded.correction.uuid}",
+        f"/p/{p}/mirror/",
+        f"/p/{p}/MEMORY.md",
+        f"/p/{p}/documents/",
+        f"/p/{p}/documents/PROJECT.md",
+        f"/p/{p}/documents/adr/0001-orders-on-postgresql.md?revision=1",
+        f"/p/{p}/work/",
+        f"/p/{p}/work/{work.work_id}/",
+        f"/p/{p}/work/{work.work_id}/revisions/1",
+        f"/p/{p}/standards/",
+        f"/p/{p}/standards/{accepted.pk}",
+        f"/p/{p}/skills/",
+        f"/p/{p}/skills/fix-flaky-test",
+        f"/p/{p}/context/",
+    ]

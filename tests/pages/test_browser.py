@@ -1,0 +1,252 @@
+"""The team pages in a real browser: Debian's chromium driven by Playwright.
+
+A person logs in through the form and browses, searches and opens an
+entry; a corpus of script-injection payloads stored as agent text never runs,
+first with the CSP enforced and then with the browser told to ignore it, so
+the sanitiser is proven on its own. Skipped, with the reason, where the
+chromium package or the playwright module is missing (.ci/run installs the
+browser; `playwright install` is never used).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from governance import services as governance_services
+from governance.standards import standards_import_submit
+from memory import services
+from memory.documents import document_put
+from memory.models import Membership
+from tests.pages.conftest import PASSWORD
+from tests.pages.seed import seed_project
+from tests.pages.xss import PAYLOADS
+
+CHROMIUM = Path(os.environ.get("GEDWEB_CHROMIUM", "/usr/bin/chromium"))
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+if not CHROMIUM.exists():
+    pytest.skip(f"no browser: {CHROMIUM} is missing (apt-get install chromium; .ci/run does)",
+                allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="the playwright package is missing (pip install -e '.[dev]')")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    # Playwright's sync API keeps an asyncio loop on this thread, which makes
+    # Django refuse ORM calls here; the tests' own setup and cleanup are plain
+    # synchronous code, so that guard is lifted while the browser runs.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_api.sync_playwright() as playwright:
+            instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            yield instance
+            instance.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+class Watch:
+    """A page plus everything it did that script injection would show: dialogs, the
+    window.__xss marker, CSP violations and page errors."""
+
+    def __init__(self, page: Any, base: str) -> None:
+        self.page, self.base = page, base
+        self.dialogs: list[str] = []
+        self.console: list[str] = []
+        self.errors: list[str] = []
+        page.on("dialog", self._dialog)
+        page.on("console", lambda message: self.console.append(message.text))
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def open(self, path: str) -> Any:
+        response = self.page.goto(self.base + path)
+        assert response is not None and response.status == 200, path
+        return response
+
+    def marker(self) -> Any:
+        return self.page.evaluate("() => window.__xss")
+
+    def csp_violations(self) -> list[str]:
+        return [text for text in self.console if "Content Security Policy" in text]
+
+
+@pytest.fixture
+def people(live_db, live_server, make_project, django_user_model) -> dict[str, Any]:
+    alpha = seed_project(make_project("alpha", "Web shop").project)
+    beta = make_project("beta", "Secret lab").project
+    services.memory_entry_create(project=beta, author="b", category="secret", content="zanzibar")
+    vera = django_user_model.objects.create_user("vera", "vera@example.org", PASSWORD)
+    Membership.objects.create(user=vera, project=alpha.project)
+    return {"alpha": alpha, "base": live_server.url}
+
+
+def follow(page: Any, selector: str) -> None:
+    """Click a link or button and wait until the page it leads to has loaded."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
+def log_in(watch: Watch) -> None:
+    watch.open("/accounts/login/")
+    watch.page.fill("#id_username", "vera")
+    watch.page.fill("#id_password", PASSWORD)
+    follow(watch.page, "button[type=submit]")
+    assert watch.page.url == watch.base + "/"
+
+
+def test_a_member_logs_in_browses_searches_and_opens_an_entry(browser, people):
+    context = browser.new_context()
+    watch = Watch(context.new_page(), people["base"])
+    watch.page.goto(people["base"] + "/p/alpha/memory/")
+    assert "/accounts/login/" in watch.page.url  # anonymous: sent to log in
+    log_in(watch)
+
+    page = watch.page
+    assert page.locator("table.list a", has_text="alpha").count() == 1
+    assert "beta" not in page.inner_text("main")
+    follow(page, "text=alpha")
+    assert page.inner_text("main h1").startswith("Web shop")
+    assert "integer cents, never floats" in page.inner_text("main")  # PROJECT.md table
+
+    follow(page, "nav.tabs >> text=Memory")
+    assert page.locator("article.entry").count() == 11
+    page.fill("input[name=q]", "postgresql")
+    follow(page, "form.filters button")
+    assert re.findall(r"#\d+", " ".join(page.locator("a.seq").all_inner_texts())) == [
+        "#11", "#10", "#1"]
+    page.select_option("select[name=category]", "decision")
+    page.fill("input[name=q]", "")
+    follow(page, "form.filters button")
+    assert page.locator("article.entry").count() == 5
+
+    follow(page, "a.seq >> text=#10")
+    assert page.inner_text("main h1").startswith("Entry #10")
+    chain = page.inner_text("ol.chain")
+    assert "#9" in chain and "#11" in chain
+
+    follow(page, "nav.tabs >> text=Documents")
+    follow(page, "text=adr/0001-orders-on-postgresql.md")
+    assert "5-minute lag budget" in page.inner_text("article.md")
+    follow(page, "text=revision 1")
+    assert "5-minute lag budget" not in page.inner_text("article.md")
+
+    follow(page, "nav.tabs >> text=Work")
+    follow(page, "text=Fix coupon stacking race in checkout")
+    assert "allowed" in page.inner_text("table.guard")
+
+    for tab in ("Standards", "Skills", "Context log", "Mirror", "Overview"):
+        follow(page, f"nav.tabs >> text={tab}")
+        assert page.locator("main > h1").count() == 1
+
+    assert page.goto(people["base"] + "/p/beta/").status == 404
+    assert watch.csp_violations() == [] and watch.errors == [] and watch.dialogs == []
+    context.close()
+
+
+def _store_corpus(alpha: Any) -> list[str]:
+    project = alpha.project
+    first = None
+    for payload in PAYLOADS:
+        entry = services.memory_entry_create(project=project, author="mallory", category="xss",
+                                             source="attacker", content=payload).entry
+        first = first or entry
+    corpus = "\n\n".join(PAYLOADS)
+    document_put(project=project, path="adr/0099-xss.md", author="mallory",
+                 content="# XSS corpus\n\n" + corpus)
+    document_put(project=project, path="PROJECT.md", author="mallory", expected_revision=1,
+                 content="# Web shop\n\n" + corpus)
+    work = alpha.work
+    governance_services.work_file_write(work=work, name="DIRECT.md", author="mallory",
+                                        content="# Direct\n\n" + corpus)
+    row, _ = standards_import_submit(project=project, path="GEMINI.md", author="mallory",
+                                     content=corpus)
+    return [
+        "/p/alpha/",
+        "/p/alpha/memory/?category=xss",
+        "/p/alpha/memory/?q=xss",
+        "/p/alpha/mirror/",
+        "/p/alpha/documents/adr/0099-xss.md",
+        f"/p/alpha/work/{work.work_id}/",
+        f"/p/alpha/standards/{row.pk}",
+        "/p/alpha/standards/",
+    ] + [f"/p/alpha/memory/{seq}" for seq in range(first.seq, first.seq + len(PAYLOADS))]
+
+
+@pytest.mark.parametrize("bypass_csp", [False, True], ids=["csp-enforced", "csp-bypassed"])
+def test_a_stored_xss_corpus_never_executes(browser, people, bypass_csp):
+    pages = _store_corpus(people["alpha"])
+    # With bypass_csp the browser ignores the policy, so only the sanitiser stands
+    # between the payloads and the page.
+    context = browser.new_context(bypass_csp=bypass_csp)
+    watch = Watch(context.new_page(), people["base"])
+    log_in(watch)
+    for path in pages:
+        watch.open(path)
+        for link in watch.page.locator("main a[href]").all()[:3]:
+            link.hover()  # mouse-over handlers, had any survived
+        assert watch.marker() is None, path
+    assert watch.dialogs == []
+    assert watch.errors == []
+    # Nothing inline was even attempted: the sanitiser removed it before the CSP had to.
+    assert watch.csp_violations() == []
+    context.close()
+
+
+def test_the_corpus_is_live_when_inserted_unsanitised(browser):
+    """The control: the same detector sees payloads run when nothing cleans them."""
+    context = browser.new_context(bypass_csp=True)
+    page = context.new_page()
+    page.on("dialog", lambda dialog: dialog.dismiss())
+    ran = 0
+    for payload in PAYLOADS:
+        page.set_content(f"<main>{payload}</main>")
+        page.wait_for_timeout(50)
+        ran += page.evaluate("() => window.__xss") == 1
+    assert ran >= 10, ran
+    context.close()
+
+
+def test_the_api_docs_and_admin_login_work_under_the_policy(browser, people):
+    context = browser.new_context()
+    watch = Watch(context.new_page(), people["base"])
+    watch.open("/v1/docs")
+    watch.page.wait_for_selector(".swagger-ui .info .title", timeout=20_000)
+    assert "GedWeb API" in watch.page.inner_text(".swagger-ui .info .title")
+    watch.open("/admin/login/")
+    assert watch.page.locator("#id_username").count() == 1
+    assert watch.csp_violations() == [] and watch.errors == []
+    context.close()
+
+
+def test_operators_use_the_admin_under_the_policy(browser, people, django_user_model):
+    django_user_model.objects.create_superuser("root", "root@example.org", PASSWORD)
+    context = browser.new_context()
+    watch = Watch(context.new_page(), people["base"])
+    watch.open("/admin/login/")
+    watch.page.fill("#id_username", "root")
+    watch.page.fill("#id_password", PASSWORD)
+    follow(watch.page, "input[type=submit]")
+    watch.open("/admin/memory/project/alpha/change/")
+    watch.page.click("#memberships-group .add-row a")  # the membership inline's JS
+    watch.page.click("#memberships-group .select2-selection")  # the user autocomplete
+    watch.page.wait_for_selector(".select2-results__option >> text=vera")
+    watch.open("/admin/memory/membership/")
+    assert watch.csp_violations() == [] and watch.errors == []
+    context.close()
+
