@@ -663,6 +663,13 @@ class Target:
     def search_rare(self, index: int) -> None:
         self._search("search_rare", workload.RARE_WORD)
 
+    def context(self, index: int) -> None:
+        path = f"/v1/projects/{self.project}/context"
+        status, payload, elapsed = self.client.request("GET", path, headers=self.auth)
+        if status != 200 or not payload:
+            raise BenchError(f"GET {path} -> {status}: {payload[:300]!r}")
+        self.record("context", elapsed)
+
     def get_by_seq(self, index: int) -> None:
         seq = random.Random(index * 7919 + self.head).randint(1, self.head)
         body, elapsed = self.get(f"{self.base}/{seq}")
@@ -671,7 +678,7 @@ class Target:
         self.record("get_by_seq", elapsed)
 
 
-LATENCY_OPS = ("append", "newest_100", "search_common", "search_rare", "get_by_seq")
+LATENCY_OPS = ("append", "newest_100", "search_common", "search_rare", "get_by_seq", "context")
 
 
 def latency_suite(
@@ -836,6 +843,7 @@ def print_report(results: dict[str, Any]) -> None:
         "search_common": f"GET ?q={workload.COMMON_WORD} (1 in 10)",
         "search_rare": f"GET ?q={workload.RARE_WORD} (1 in 1000)",
         "get_by_seq": "GET memory/{seq}",
+        "context": "GET context (bundle)",
     }
     ratios = results.get("ratios", {})
     for op, label in labels.items():
@@ -919,6 +927,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="entries seeded into the large project (default 100000; 0 skips)")
     parser.add_argument("--mid-seed", type=int, default=10_000,
                         help="entries of the middle growth point (default 10000; 0 skips)")
+    parser.add_argument("--adrs", type=int, default=200,
+                        help="ADRs written into the large project for the context bundle "
+                        "(default 200)")
     parser.add_argument("--migration-files", type=int, default=5000,
                         help="files in the ged_migrate_v3 checkout (default 5000; 0 skips)")
     parser.add_argument("--samples", type=int, default=300,
@@ -1053,7 +1064,8 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
             log(f"seeding {n:,} entries into bench-seeded (subprocess, bulk_create)")
             started = time.perf_counter()
             proc = subprocess.run(
-                [PYTHON, str(HERE / "seed.py"), "--project", "bench-seeded", "--count", str(n)],
+                [PYTHON, str(HERE / "seed.py"), "--project", "bench-seeded", "--count", str(n),
+                 "--adrs", str(args.adrs)],
                 cwd=REPO, env=env, capture_output=True, text=True, timeout=1200, check=False,
             )
             if proc.returncode != 0:

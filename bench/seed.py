@@ -80,11 +80,30 @@ def seed(project: Project, count: int, batch_size: int) -> str:
     return prev
 
 
+def seed_documents(project: Project, adrs: int) -> None:
+    """PROJECT.md, CONTEXT.md and ``adrs`` decision records, through the document service."""
+    from memory.documents import document_put
+
+    rng_words = workload.VOCABULARY
+    document_put(project=project, path="PROJECT.md", author=AUTHOR,
+                 content="# Project\n\nA benchmark project with a long memory.\n")
+    document_put(project=project, path="CONTEXT.md", author=AUTHOR,
+                 content="# Project Context\n\n" + " ".join(rng_words[:200]) + "\n")
+    for number in range(1, adrs + 1):
+        words = " ".join(rng_words[(number * 7 + k) % len(rng_words)] for k in range(120))
+        document_put(
+            project=project, path=f"adr/{number:04d}-decision-{number}.md", author=AUTHOR,
+            content=f"# ADR {number:04d}: decision {number}\n\nStatus: accepted\n\n{words}\n",
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--project", required=True)
     parser.add_argument("--count", type=int, required=True)
     parser.add_argument("--batch", type=int, default=2000)
+    parser.add_argument("--adrs", type=int, default=0,
+                        help="also write PROJECT.md, CONTEXT.md and this many ADRs")
     args = parser.parse_args()
     if not 1 <= args.count <= 10_000_000 or not 1 <= args.batch <= 10_000:
         raise SystemExit("seed: --count must be 1..10,000,000 and --batch 1..10,000")
@@ -92,6 +111,8 @@ def main() -> None:
     started = time.perf_counter()
     head = seed(project, args.count, args.batch)
     inserted = time.perf_counter() - started
+    if args.adrs:
+        seed_documents(project, args.adrs)
     analyzed = 0.0
     if connection.vendor == "postgresql":
         # What autovacuum does shortly after a bulk load; done here so the
@@ -105,6 +126,7 @@ def main() -> None:
         "entries": args.count,
         "head": head,
         "insert_seconds": round(inserted, 3),
+        "adrs": args.adrs,
         "analyze_seconds": round(analyzed, 3),
         "vendor": connection.vendor,
     }))
