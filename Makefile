@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test bench lint check-python clean
+.PHONY: run test gates bench lint check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -27,6 +27,21 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Security gates, each failing the build on its own finding IDs (docs/security.md).
+# check --deploy runs with production settings and throwaway secrets;
+# .ci/pip_audit_gate.py never passes an audit it could not run.
+SECRET = $$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(48))')
+gates: $(VENV)/.installed-dev
+	@echo "== manage.py check --deploy --fail-level WARNING (production settings)"
+	GEDWEB_PRODUCTION=true DJANGO_SECRET_KEY="$(SECRET)" GEDWEB_ADMIN_TOKEN="$(SECRET)" \
+	  GEDWEB_MEMORY_WRITE_TOKEN="$(SECRET)" DJANGO_ALLOWED_HOSTS=gedweb.example.org \
+	  DATABASE_URL=sqlite:///./.data/gates.sqlite3 \
+	  $(BIN)/python manage.py check --deploy --fail-level WARNING
+	@echo "== bandit -ll (medium and high severity)"
+	$(BIN)/bandit -q -r gedweb memory governance -ll
+	@echo "== pip-audit (installed environment)"
+	$(BIN)/python .ci/pip_audit_gate.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check gedweb memory governance bench tests

@@ -11,6 +11,9 @@ threads = int(os.environ.get("GUNICORN_THREADS", "8"))
 timeout = 60
 graceful_timeout = 20
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-") or None
+# gunicorn's default logs the whole request line; the path without its query
+# string keeps a token someone put in the URL out of the log.
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
 errorlog = "-"
 # Trust X-Forwarded-* only from the local reverse proxy.
 forwarded_allow_ips = "127.0.0.1"

@@ -111,7 +111,13 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     if isinstance(detail, dict):
         out: dict[str, list[str]] = {}
         for key, value in detail.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
+            # A nested object's own errors (wrong type, e.g. a number where
+            # {"evidence": {...}} belongs) name the field itself, not
+            # "evidence.non_field_errors".
+            if key == "non_field_errors" and prefix:
+                name = prefix
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
             out.update(_flatten(value, name))
         return out
     if isinstance(detail, list) and detail and all(isinstance(i, (dict, list)) for i in detail):

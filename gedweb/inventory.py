@@ -56,6 +56,20 @@ ARTIFACTS: list[dict[str, Any]] = [
         "lifecycle": f"{_APPEND_ONLY}; hash-chained per project; corrections are new entries",
     },
     {
+        "artifact": "memory.ChainCheckpoint",
+        "storage": "database",
+        "producer": (
+            "memory.checkpoints.take (every GEDWEB_CHECKPOINT_EVERY appends after commit, "
+            "`memory checkpoint`, `memory verify` and `doctor` on an intact chain)"
+        ),
+        "consumers": ["memory.checkpoints.verify (GET /verify, `memory verify`, `doctor`)"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            f"{_APPEND_ONLY}; one HMAC-signed (seq, hash) head per row, unique per seq; "
+            "copied to <GEDWEB_MEMORY_ROOT>/<project>/CHECKPOINTS"
+        ),
+    },
+    {
         "artifact": "memory.MemoryCandidate",
         "storage": "database",
         "producer": "memory.services.candidate_create",
@@ -161,6 +175,19 @@ ARTIFACTS: list[dict[str, Any]] = [
         "consumers": ["humans and tools reading memory outside the service"],
         "authority": "projection",
         "lifecycle": "regenerable from the database; checked and rebuilt by `memory mirror`",
+    },
+    {
+        "artifact": "<GEDWEB_MEMORY_ROOT>/<project>/CHECKPOINTS",
+        "storage": "file",
+        "producer": (
+            "memory.checkpoints.sync_file (after a checkpoint is taken, `memory mirror --follow`)"
+        ),
+        "consumers": ["memory.checkpoints.verify", "operators keeping evidence off the database"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "append-only: one HMAC-signed line per checkpoint, fsynced under the mirror lock, "
+            "never rewritten; outlives deleted checkpoint rows; not regenerable"
+        ),
     },
     {
         "artifact": "<GEDWEB_MEMORY_ROOT>/<project>/.MEMORY.md.lock",

@@ -82,6 +82,16 @@ else:
     # and no secret is ever written into the repository.
     SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or secrets.token_urlsafe(50)
 
+# A key made up at start cannot authenticate chain checkpoints written by
+# another process or an earlier start, so none are taken with it.
+SECRET_KEY_EPHEMERAL = not PRODUCTION and not env.str("DJANGO_SECRET_KEY", default="")
+_checkpoint_every = env.str("GEDWEB_CHECKPOINT_EVERY", default="100").strip()
+if not (_checkpoint_every.isascii() and _checkpoint_every.isdigit()) or int(_checkpoint_every) < 1:
+    raise ImproperlyConfigured(
+        f"GEDWEB_CHECKPOINT_EVERY must be a whole number of at least 1, not {_checkpoint_every!r}"
+    )
+CHECKPOINT_EVERY = int(_checkpoint_every)
+
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 
 INSTALLED_APPS = [

@@ -64,14 +64,14 @@ def _plural(count: int, noun: str) -> str:
 
 
 def check_chain(project: Project) -> Outcome:
-    report = memory_chain_verify(project=project)
+    """Every link, and the log against every checkpoint; an intact head is checkpointed."""
+    report = memory_chain_verify(project=project, checkpoint=True)
     if report.ok:
         noun = "entry" if report.entries == 1 else "entries"
-        return Outcome("chain", summary=f"{report.entries} {noun}")
-    return Outcome(
-        "chain",
-        [f"hash chain breaks at seq {report.first_bad_seq} (of {report.entries} entries)"],
-    )
+        matched = (f", matches the checkpoint at seq {report.checkpoint.seq}"
+                   if report.checkpoint is not None else "")
+        return Outcome("chain", summary=f"{report.entries} {noun}{matched}")
+    return Outcome("chain", [problem.message for problem in report.problems])
 
 
 def _mirror_dir(project: Project) -> Path:

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from gedweb.exceptions import DomainError
 from memory import services
 from memory.models import (
+    ChainCheckpoint,
     DocumentRevision,
     Membership,
     MemoryCandidate,
@@ -169,6 +170,14 @@ class MemoryEntryAdmin(ReadOnlyAdmin):
     search_fields = ["uuid", "category", "source", "author"]
     ordering = ["project_id", "-seq"]
     show_full_result_count = False
+
+
+@admin.register(ChainCheckpoint)
+class ChainCheckpointAdmin(ReadOnlyAdmin):
+    list_display = ["project", "seq", "hash", "created_at"]
+    list_filter = ["project"]
+    list_select_related = ["project"]
+    ordering = ["project_id", "-seq"]
 
 
 @admin.register(MemoryCandidate)

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 import re
 import sqlite3
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,9 +101,40 @@ def import_rows(entries: list[FerrymanEntry]) -> list[ImportRow]:
 # --- bridge.db ---------------------------------------------------------------------
 
 
+def _check_source(path: Path) -> None:
+    """A Ferryman source must be a regular file named directly, never through a link.
+
+    A symlinked bridge.db or MEMORY.md could point anywhere on the disk, and a
+    FIFO or device would block or never end; both are refused before opening.
+    """
+    if "\x00" in str(path):
+        raise FerrymanSourceError("the path contains a NUL byte")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        raise FerrymanSourceError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise FerrymanSourceError(f"cannot read {path}: {exc.strerror}") from None
+    if stat.S_ISLNK(mode):
+        raise FerrymanSourceError(f"{path} is a symbolic link; name the file itself")
+    if not stat.S_ISREG(mode):
+        raise FerrymanSourceError(f"{path} is not a regular file")
+
+
+def _read_source(path: Path) -> bytes:
+    _check_source(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise FerrymanSourceError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise FerrymanSourceError(f"{path} is not a regular file")
+        return handle.read()
+
+
 def _connect(path: Path) -> sqlite3.Connection:
-    if not path.is_file():
-        raise FerrymanSourceError(f"no such file: {path}")
+    _check_source(path)
     try:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -247,10 +280,8 @@ def parse_mirror(text: str) -> list[FerrymanEntry]:
 
 
 def read_mirror(path: Path) -> list[FerrymanEntry]:
-    if not path.is_file():
-        raise FerrymanSourceError(f"no such file: {path}")
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = _read_source(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FerrymanSourceError(f"{path} is not UTF-8 text: {exc}") from None
     except OSError as exc:

@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,20 @@ MIRROR_NAME = "MEMORY.md"
 LOCK_NAME = ".MEMORY.md.lock"
 TMP_PREFIX = ".MEMORY.md.tmp-"
 _TAIL_PROBE_BYTES = 4096
+# Reads never block on a FIFO put where the file belongs; fstat then rejects it.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+
+# Crash points (GEDWEB_FAILPOINT=<name> SIGKILLs the writer there), in write order.
+FAILPOINTS = (
+    "mirror.after_commit",
+    "mirror.append.written",
+    "mirror.append.torn",
+    "mirror.append.synced",
+    "mirror.rebuild.temp_written",
+    "mirror.rebuild.before_rename",
+    "mirror.rebuild.renamed",
+    "mirror.rebuild.dir_synced",
+)
 
 
 class MirrorPathError(Exception):
@@ -111,7 +126,7 @@ class _Tail:
 def _open_tail(project_id: str, path: Path) -> Iterator[_Tail | None]:
     """The file's tail claim, or None when the file must be rebuilt."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         yield None
         return
@@ -121,7 +136,11 @@ def _open_tail(project_id: str, path: Path) -> Iterator[_Tail | None]:
         yield None
         return
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            yield None  # a FIFO, device or directory: the rebuild's rename replaces it
+            return
+        size = info.st_size
         header = render_header(project_id).encode()
         if size == len(header):
             yield _Tail(fd, size, len(header), None) if os.pread(fd, size, 0) == header else None
@@ -177,6 +196,7 @@ def _rebuild(project_id: str, directory: Path) -> None:
                 _write_all(fd, "".join(buffer).encode())
                 buffer, pending = [], 0
         _write_all(fd, "".join(buffer).encode())
+        failpoint("mirror.rebuild.temp_written")
         os.fsync(fd)
         failpoint("mirror.rebuild.before_rename")
     except BaseException:
@@ -184,8 +204,14 @@ def _rebuild(project_id: str, directory: Path) -> None:
         tmp.unlink(missing_ok=True)
         raise
     os.close(fd)
-    os.replace(tmp, directory / MIRROR_NAME)
+    try:
+        os.replace(tmp, directory / MIRROR_NAME)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    failpoint("mirror.rebuild.renamed")
     _fsync_dir(directory)
+    failpoint("mirror.rebuild.dir_synced")
 
 
 def _append_after(project_id: str, path: Path, seq: int) -> int:
@@ -198,15 +224,29 @@ def _append_rows(path: Path, rows: list[dict]) -> int:
     if not rows:
         return 0
     data = "".join(render_append(row) for row in rows).encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
-        if os.environ.get("GEDWEB_FAILPOINT") == "mirror.append.torn":
-            # Simulate a crash in the middle of the write: half the bytes land.
-            _write_all(fd, data[: len(data) // 2])
+        old_size = os.fstat(fd).st_size
+        try:
+            if os.environ.get("GEDWEB_FAILPOINT") == "mirror.append.torn":
+                # Simulate a crash in the middle of the write: half the bytes land.
+                _write_all(fd, data[: len(data) // 2])
+                os.fsync(fd)
+                failpoint("mirror.append.torn")
+            _write_all(fd, data)
+            failpoint("mirror.append.written")
             os.fsync(fd)
-            failpoint("mirror.append.torn")
-        _write_all(fd, data)
-        os.fsync(fd)
+        except Exception:
+            # A failed write or fsync (ENOSPC, EIO): bytes whose fsync did not
+            # succeed are never trusted (fsyncgate). Cut the file back to its
+            # old bytes, so it shows the drift and the next sync writes and
+            # fsyncs these blocks again, instead of finding them "already there".
+            try:
+                os.ftruncate(fd, old_size)
+            except OSError:
+                logger.exception("could not cut %s back to its old size", path)
+            raise
+        failpoint("mirror.append.synced")
     finally:
         os.close(fd)
     return len(rows)
@@ -279,13 +319,15 @@ def check(project: Project) -> bool:
             path = directory / MIRROR_NAME
             digest = hashlib.sha256()
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                fd = os.open(path, _READ_FLAGS)
             except FileNotFoundError:
                 # The first append writes the file; before it, absence is faithful.
                 return not MemoryEntry.objects.for_project(project).exists()
             except OSError:
                 return False
             try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return False
                 while block := os.read(fd, 1 << 20):
                     digest.update(block)
             finally:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from memory.querysets import (
     AppendOnlyError,
     CandidateQuerySet,
+    ChainCheckpointQuerySet,
     DocumentRevisionQuerySet,
     EntryQuerySet,
     ProjectQuerySet,
@@ -30,6 +31,7 @@ from memory.validators import (
 
 __all__ = [
     "AppendOnlyError",
+    "ChainCheckpoint",
     "DocumentRevision",
     "MemoryCandidate",
     "MemoryEntry",
@@ -244,6 +246,48 @@ class MemoryEntry(models.Model):
             "hash": self.hash,
             "corrected_by": [str(value) for value in corrected_by],
         }
+
+
+class ChainCheckpoint(models.Model):
+    """A signed record of a project's chain head: after it, the log may only grow.
+
+    A hash chain alone cannot show that its newest entries were deleted, or
+    that its last entry was swapped for another well-chained one. A
+    checkpoint keeps (seq, hash) of a head the log once had, with an HMAC
+    keyed from SECRET_KEY, in this append-only table and as a line of
+    <GEDWEB_MEMORY_ROOT>/<project>/CHECKPOINTS (memory.checkpoints), so
+    deleting rows here does not erase the evidence there.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="checkpoints")
+    seq = models.PositiveBigIntegerField()
+    hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    mac = models.CharField(max_length=64)
+
+    objects = ChainCheckpointQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "seq"], name="memory_chaincheckpoint_unique_seq"
+            ),
+            models.CheckConstraint(
+                condition=Q(seq__gte=1), name="memory_chaincheckpoint_seq_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} checkpoint at seq {self.seq}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("chain checkpoints are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnlyError("chain checkpoints are append-only and cannot be deleted")
 
 
 class MemoryCandidate(models.Model):

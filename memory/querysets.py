@@ -125,8 +125,10 @@ class EntryQuerySet(models.QuerySet):
         """
         if field not in ("category", "source"):
             raise ValueError(f"no index to list distinct {field!r} values")
+        # {field} is one of the two column names checked above; every value
+        # is a query parameter.
         sql = (
-            f"WITH RECURSIVE t(v) AS ("
+            f"WITH RECURSIVE t(v) AS ("  # nosec B608
             f" SELECT MIN({field}) FROM memory_memoryentry WHERE project_id = %s"
             f" UNION ALL"
             f" SELECT (SELECT MIN({field}) FROM memory_memoryentry"
@@ -190,6 +192,25 @@ class EntryQuerySet(models.QuerySet):
     def head(self) -> dict[str, Any] | None:
         """seq, hash and created_at of the newest entry, from the (project, seq) index."""
         return self.order_by("-seq").values("seq", "hash", "created_at").first()
+
+
+class ChainCheckpointQuerySet(models.QuerySet):
+    """Reads of chain checkpoints; bulk writes other than inserts are refused."""
+
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnlyError("chain checkpoints are append-only")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnlyError("chain checkpoints are append-only and cannot be deleted")
+
+    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> int:
+        raise AppendOnlyError("chain checkpoints are append-only")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        raise AppendOnlyError("chain checkpoints are append-only")
+
+    def for_project(self, project: Any) -> ChainCheckpointQuerySet:
+        return self.filter(project=project)
 
 
 class CandidateQuerySet(models.QuerySet):

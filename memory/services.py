@@ -7,8 +7,9 @@ takes plain values and runs in one transaction.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -20,8 +21,8 @@ from django.utils import timezone
 
 from gedweb.exceptions import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
-from gedweb.lib.chain import GENESIS_HASH, ChainReport, entry_hash, verify_chain
-from memory import mirror
+from gedweb.lib.chain import GENESIS_HASH, entry_hash
+from memory import checkpoints, mirror
 from memory.models import (
     MemoryCandidate,
     MemoryEntry,
@@ -49,6 +50,8 @@ DEMO_TOKEN = "demo-local-token"
 DEMO_TOKEN_NAME = "demo"
 CLI_AUTHOR = "cli"
 
+logger = logging.getLogger("memory.services")
+
 
 # --- projects and tokens -------------------------------------------------
 
@@ -66,8 +69,11 @@ def _token_create(*, project: Project, name: str, raw: str) -> ProjectToken:
         raise Conflict("that token is already in use; choose another")
     if ProjectToken.objects.active().filter(project=project, name=name).exists():
         raise Conflict(f"project {project.id} already has an active token named {name!r}")
+    # The prefix only helps a person recognise a token; a quarter of it at
+    # most, so a short supplied token is not left a few guesses from its hash.
+    prefix = raw[: min(8, len(raw) // 4)]
     return ProjectToken.objects.create(
-        project=project, name=name, token_hash=hash_token(raw), prefix=raw[:8]
+        project=project, name=name, token_hash=hash_token(raw), prefix=prefix
     )
 
 
@@ -284,6 +290,10 @@ def memory_entry_create(
             if not result.replayed:
                 transaction.on_commit(
                     partial(mirror.after_commit, project.pk, result.entry.seq))
+                if checkpoints.due(result.entry.seq, result.entry.seq):
+                    transaction.on_commit(partial(
+                        checkpoints.after_commit, project.pk, result.entry.seq,
+                        result.entry.hash))
     except IntegrityError:
         raise Conflict("another write to this project's memory won the race; retry") from None
     return result
@@ -381,13 +391,60 @@ def memory_entries_import(
             if imported:
                 transaction.on_commit(
                     partial(mirror.after_commit, project.pk, imported[0].seq))
+                if checkpoints.due(imported[0].seq, imported[-1].seq):
+                    transaction.on_commit(partial(
+                        checkpoints.after_commit, project.pk, imported[-1].seq,
+                        imported[-1].hash))
     except IntegrityError:
         raise Conflict("another write to this project's memory won the race; retry") from None
     return ImportResult(imported, present)
 
 
-def memory_chain_verify(*, project: Project) -> ChainReport:
-    return verify_chain(MemoryEntry.objects.for_project(project).chain_rows())
+def memory_chain_verify(
+    *, project: Project, checkpoint: bool = False
+) -> checkpoints.VerifyReport:
+    """Recompute every link and check the log against every stored checkpoint.
+
+    With checkpoint=True (`memory verify`, `doctor`), a chain that verifies
+    has its head recorded as a new checkpoint, and the CHECKPOINTS file is
+    caught up with the table. The API's GET /verify only reads.
+    """
+    report = checkpoints.verify(project.pk)
+    if checkpoint and report.ok:
+        taken = chain_checkpoint_take(project=project, head=(report.entries, report.head))
+        if taken is not None:
+            report = replace(report, checkpoint=taken)
+    return report
+
+
+def chain_checkpoint_take(
+    *, project: Project, head: tuple[int, str] | None = None
+) -> checkpoints.Checkpoint | None:
+    """Record the head (seq, hash) as a checkpoint and catch the CHECKPOINTS file up.
+
+    head defaults to the project's newest entry. None when the project has
+    no entries or checkpoints are off (no stable SECRET_KEY); the head's
+    existing checkpoint when one is on record already.
+    """
+    if not checkpoints.enabled():
+        return None
+    if head is None:
+        newest = MemoryEntry.objects.for_project(project).head()
+        head = (newest["seq"], newest["hash"]) if newest else (0, GENESIS_HASH)
+    seq, head_hash = head
+    if seq < 1:
+        return None
+    taken = checkpoints.take(project.pk, seq, head_hash)
+    try:
+        checkpoints.sync_file(project.pk)
+    except (mirror.MirrorPathError, OSError):
+        # The table holds the checkpoint; the doctor reports the directory.
+        logger.warning("cannot write the CHECKPOINTS file of %s", project.pk, exc_info=True)
+    if taken is None:
+        taken = next(
+            (c for c in checkpoints.recorded_at(project.pk, seq) if c.hash == head_hash), None
+        )
+    return taken
 
 
 # --- candidates ------------------------------------------------------------

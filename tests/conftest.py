@@ -55,6 +55,9 @@ def memory_root(settings: Any, tmp_path: Path) -> Path:
     settings.MIRROR_WRITER = "inline"
     settings.MEMORY_WRITE_TOKEN = None
     settings.ADMIN_TOKEN = ADMIN_TOKEN
+    # Chain checkpoints off, as in development without DJANGO_SECRET_KEY,
+    # whatever the environment says; tests/security/test_tamper.py turns them on.
+    settings.SECRET_KEY_EPHEMERAL = True
     return root
 
 
@@ -138,7 +141,10 @@ def purge_append_only_tables() -> None:
         cursor.execute("DELETE FROM memory_memoryentry")
         for statement in triggers.SQLITE_FORWARD:
             cursor.execute(statement)
-        for table in importlib.import_module("memory.migrations.0003_documents").TABLES:
+        for table in (
+            importlib.import_module("memory.migrations.0006_chain_checkpoint").TABLES
+            + importlib.import_module("memory.migrations.0003_documents").TABLES
+        ):
             for statement in append_only.sqlite_backward(table):
                 cursor.execute(statement)
             cursor.execute(f"DELETE FROM {table}")

@@ -147,6 +147,8 @@ def test_a_valid_production_environment_passes_check_deploy_without_warnings(tmp
         ("GEDWEB_PRODUCTION", "maybe"),
         ("GEDWEB_DEMO_PROJECT", "perhaps"),
         ("GEDWEB_MIRROR_WRITER", "sideways"),
+        ("GEDWEB_CHECKPOINT_EVERY", "0"),
+        ("GEDWEB_CHECKPOINT_EVERY", "ten"),
     ],
 )
 def test_a_malformed_value_stops_the_start_naming_the_variable(tmp_path, name, value):

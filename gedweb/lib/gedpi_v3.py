@@ -1043,6 +1043,9 @@ def migrate_v3(root: Path, *, hooks: MigrationHooks | None = None,
     parsed = parse_version(version)
     if parsed is not None and parsed >= 3 and not has_actionable_legacy_memory(root):
         return V3Result("not-needed")
+    # GedWeb: a damaged journal aborts before the lock, so the refusal touches
+    # nothing (not even a dead run's lock). Read again under the lock by _Run.
+    read_journal(root)
 
     safefs.check(root, LOCKS_DIR, WRITE)
     lock = _Lock(root)

@@ -23,7 +23,7 @@ from gedweb.lib.governance import format_time, render_state_md
 from governance import services
 from governance.api import serializers as s
 from governance.models import ActiveWork, GovernanceRevision, TaskArtifact, WorkFile, WorkItem
-from memory.api.views import ProjectAPIView, _query, errors
+from memory.api.views import ProjectAPIView, _query, errors, refuse_body
 
 GOVERNANCE_WRITE_ERRORS = (400, 401, 404, 409, 413, 415, 422)
 
@@ -544,10 +544,11 @@ class ActiveWorkView(ProjectAPIView):
     @extend_schema(
         operation_id="active_work_delete",
         parameters=[_SESSION_PARAM],
-        responses={204: None, **errors(401, 404)},
+        responses={204: None, **errors(400, 401, 404, 413, 415)},
         summary="Forget this session's selection",
     )
     def delete(self, request: Request, project_id: str, session_id: str) -> Response:
+        refuse_body(request)
         if not services.active_work_clear(
             project=self.project, session_id=self._session(session_id)
         ):

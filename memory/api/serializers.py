@@ -171,11 +171,38 @@ class EntryListQuerySerializer(StrictSerializer):
     view = serializers.ChoiceField(choices=["all", "current"], required=False, default="all")
 
 
+class ChainCheckpointSerializer(serializers.Serializer):
+    seq = serializers.IntegerField(min_value=1)
+    hash = serializers.CharField()
+    created_at = serializers.CharField()
+
+
+class VerifyProblemSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=[
+            "chain_broken", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
+            "unreadable_checkpoints",
+        ]
+    )
+    seq = serializers.IntegerField(allow_null=True)
+    message = serializers.CharField()
+
+
 class VerifySerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     entries = serializers.IntegerField()
     head = serializers.CharField()
     first_bad_seq = serializers.IntegerField(allow_null=True)
+    checkpoint = ChainCheckpointSerializer(
+        allow_null=True,
+        help_text="The newest authentic checkpoint the log still matches, or null.",
+    )
+    problems = VerifyProblemSerializer(
+        many=True,
+        help_text="Every finding, one line each: a broken link, a log shorter than a "
+        "checkpoint (truncation), a head hash mismatch at a checkpoint's seq (fork), a "
+        "checkpoint whose HMAC fails (forged) or whose row was deleted.",
+    )
 
 
 class CandidateCreateSerializer(StrictSerializer):

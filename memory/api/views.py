@@ -76,9 +76,33 @@ class ProjectAPIView(APIView):
 
 
 def _query(serializer_class: type[s.StrictSerializer], request: Request) -> dict[str, Any]:
-    serializer = serializer_class(data=request.query_params)
+    # A plain dict, not the QueryDict: DRF reads an empty value in form-style
+    # input as "not given", so `?after=` would silently mean no cursor. Here
+    # it is validated like any other value, and a repeated parameter is
+    # refused rather than one of its values picked.
+    params = request.query_params
+    repeated = {
+        name: ["must be given at most once"]
+        for name in params
+        if len(params.getlist(name)) > 1
+    }
+    if repeated:
+        raise ValidationError(repeated)
+    serializer = serializer_class(data={name: params[name] for name in params})
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+def refuse_body(request: Request) -> None:
+    """For operations without a body: only nothing, or an empty object, is accepted.
+
+    Parsing still runs (413, 415, malformed JSON -> 400). A `null` or `[]`
+    is falsy, so a bare truthiness test would let it through as "no body".
+    """
+    data = request.data
+    if isinstance(data, dict) and not data:
+        return
+    s.EmptyBodySerializer(data=data).is_valid(raise_exception=True)
 
 
 # --- health ----------------------------------------------------------------
@@ -251,7 +275,7 @@ class VerifyView(ProjectAPIView):
     @extend_schema(
         responses={200: s.VerifySerializer, **errors(401, 404)},
         operation_id="memory_verify",
-        summary="Recompute every link of the hash chain",
+        summary="Recompute every link of the hash chain and check it against every checkpoint",
     )
     def get(self, request: Request, project_id: str) -> Response:
         return Response(services.memory_chain_verify(project=self.project).as_dict())
@@ -327,8 +351,7 @@ class CandidateActionView(ProjectAPIView):
             raise Http404 from None
 
     def _check_body(self, request: Request) -> None:
-        if request.data:
-            s.EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
+        refuse_body(request)
 
 
 class CandidateApproveView(CandidateActionView):

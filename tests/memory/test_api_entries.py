@@ -827,6 +827,8 @@ def test_verify_reports_a_good_chain(alpha, client):
         "entries": 3,
         "head": bodies[-1]["hash"],
         "first_bad_seq": None,
+        "checkpoint": None,
+        "problems": [],
     }
     assert count() == 3
 
@@ -835,7 +837,8 @@ def test_verify_reports_an_empty_chain(alpha, client):
     response = client.get(f"{memory_url(alpha.id)}/verify")
 
     assert response.status_code == 200
-    assert response.json() == {"ok": True, "entries": 0, "head": "0" * 64, "first_bad_seq": None}
+    assert response.json() == {"ok": True, "entries": 0, "head": "0" * 64, "first_bad_seq": None,
+                               "checkpoint": None, "problems": []}
     assert count() == 0
 
 

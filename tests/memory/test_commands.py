@@ -286,7 +286,8 @@ def tamper(project_id: str, seq: int, content: str) -> None:
 def test_memory_verify_of_an_intact_chain_prints_the_report(listed_project):
     report = run_json("memory", "verify", "--project", "alpha")
     head = MemoryEntry.objects.get(project=listed_project.project, seq=7).hash
-    assert report == {"ok": True, "entries": 7, "head": head, "first_bad_seq": None}
+    assert report == {"ok": True, "entries": 7, "head": head, "first_bad_seq": None,
+                      "checkpoint": None, "problems": []}
 
 
 def test_memory_verify_of_an_empty_project_is_ok(alpha):
@@ -301,7 +302,11 @@ def test_memory_verify_of_a_tampered_chain_exits_1_naming_the_first_bad_seq(list
     assert raised.value.returncode == 1
     assert "seq 4" in str(raised.value)
     assert json.loads(out.getvalue()) | {"head": None} == {
-        "ok": False, "entries": 7, "head": None, "first_bad_seq": 4,
+        "ok": False, "entries": 7, "head": None, "first_bad_seq": 4, "checkpoint": None,
+        "problems": [{"kind": "chain_broken", "seq": 4,
+                      "message": "hash chain breaks at seq 4 (of 7 entries): the chained "
+                      "fields of seq 4 no longer match its stored hash (author, category, "
+                      "content, corrects, created_at, project_id, seq or source altered)"}],
     }
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandParser
 
 from governance.gedpi_export import export_tree
-from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
+from memory.management.commands._common import (
+    GedWebCommand,
+    get_project,
+    path_argument,
+    run_service,
+    to_json,
+)
 
 
 class Command(GedWebCommand):
@@ -23,5 +28,5 @@ class Command(GedWebCommand):
 
     def handle(self, *args: Any, project: str, path: str, **options: Any) -> None:
         target = get_project(project)
-        result = run_service(lambda: export_tree(project=target, root=Path(path)))
+        result = run_service(lambda: export_tree(project=target, root=path_argument(path)))
         self.stdout.write(to_json(result.as_dict()))

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from gedweb.lib import gedpi_v3
 from gedweb.lib.safefs import UnsafePath
-from memory.management.commands._common import GedWebCommand
+from memory.management.commands._common import GedWebCommand, path_argument
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
@@ -53,8 +53,14 @@ class Command(GedWebCommand):
         )
 
     def handle(self, *args: Any, path: str, dry_run: bool, wait: float, **options: Any) -> None:
+        path_argument(path)
         if not os.path.isdir(path):
             raise CommandError(f"{path} is not an existing directory")
+        absolute = os.path.abspath(path)
+        if os.path.realpath(absolute) != absolute:
+            # As ged_import: the checkout is migrated where it really is or
+            # not at all, never through a link that may point elsewhere.
+            raise CommandError(f"{path} is or lies inside a symbolic link")
         if wait < 0:
             raise CommandError("--wait must not be negative")
         root = Path(path).resolve()

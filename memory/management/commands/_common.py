@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
@@ -24,6 +25,13 @@ def get_project(project_id: str) -> Project:
     if project is None:
         raise CommandError(f"no project {project_id!r}")
     return project
+
+
+def path_argument(value: str | Path, option: str = "PATH") -> Path:
+    """A path given on the command line, refused at once if the OS could never open it."""
+    if "\x00" in str(value):
+        raise CommandError(f"{option} contains a NUL byte")
+    return Path(value)
 
 
 def one_line(exc: Exception) -> str:

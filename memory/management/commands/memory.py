@@ -1,4 +1,4 @@
-"""`manage.py memory add|list|verify|mirror`."""
+"""`manage.py memory add|list|verify|checkpoint|mirror`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
-from memory import mirror, services
+from memory import checkpoints, mirror, services
 from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
 from memory.models import MemoryEntry, Project
 
@@ -34,8 +34,17 @@ class Command(GedWebCommand):
         listing.add_argument("--category")
         listing.add_argument("--after", type=int, default=0, help="only seq greater than this")
 
-        verify = actions.add_parser("verify", help="recompute the hash chain; exit 1 if broken")
+        verify = actions.add_parser(
+            "verify",
+            help="recompute the hash chain, check it against every checkpoint; exit 1 if not "
+            "intact (an intact head is recorded as a checkpoint)",
+        )
         verify.add_argument("--project", required=True)
+
+        checkpoint = actions.add_parser(
+            "checkpoint", help="verify, then record the head as a signed checkpoint"
+        )
+        checkpoint.add_argument("--project", required=True)
 
         mirror_parser = actions.add_parser("mirror", help="check, rebuild or follow MEMORY.md")
         mirror_parser.add_argument("--project", help="one project (default: all)")
@@ -81,12 +90,36 @@ class Command(GedWebCommand):
         self.stdout.write(to_json({"items": items}))
 
     def _verify(self, *, project: str, **_: Any) -> None:
-        report = services.memory_chain_verify(project=get_project(project))
+        report = services.memory_chain_verify(project=get_project(project), checkpoint=True)
         self.stdout.write(to_json(report.as_dict()))
-        if not report.ok:
+        self._fail_unless_intact(project, report)
+
+    def _fail_unless_intact(self, project: str, report: checkpoints.VerifyReport) -> None:
+        if report.ok:
+            return
+        where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
+        first, *more = report.problems
+        also = f" (and {len(more)} more problem(s), listed in the report)" if more else ""
+        raise CommandError(
+            f"memory of {project} fails verification{where}: {first.message}{also}", returncode=1
+        )
+
+    def _checkpoint(self, *, project: str, **_: Any) -> None:
+        if not checkpoints.enabled():
             raise CommandError(
-                f"hash chain of {project} breaks at seq {report.first_bad_seq}", returncode=1
+                "checkpoints need a stable DJANGO_SECRET_KEY: a key made up at start cannot "
+                "be checked by any other process"
             )
+        target = get_project(project)
+        report = services.memory_chain_verify(project=target)
+        if not report.ok:
+            self.stdout.write(to_json(report.as_dict()))
+            self._fail_unless_intact(project, report)
+        taken = services.chain_checkpoint_take(project=target, head=(report.entries, report.head))
+        self.stdout.write(to_json({
+            "project_id": target.pk,
+            "checkpoint": taken.as_dict() if taken else None,
+        }))
 
     def _projects(self, project_id: str | None) -> list[Project]:
         if project_id:
@@ -134,6 +167,8 @@ class Command(GedWebCommand):
                     continue
                 try:
                     result = mirror.sync(target)
+                    if checkpoints.enabled():
+                        checkpoints.sync_file(target.pk)
                 except Exception as exc:  # keep following the other projects
                     self.stderr.write(f"mirror {target.pk}: {exc}")
                     continue

@@ -1,0 +1,450 @@
+"""Chain checkpoints: signed heads that tail truncation and forks cannot hide.
+
+A hash chain shows any change to an entry it still holds, but deleting the
+newest N entries, or swapping the last entry for another well-chained one,
+leaves a valid chain. A checkpoint records a head the log once had: seq,
+hash and time, authenticated with an HMAC keyed from SECRET_KEY
+(django.utils.crypto.salted_hmac). Each one is kept twice:
+
+- a row of the append-only table memory_chaincheckpoint (triggers refuse
+  UPDATE and DELETE), and
+- a line of ``<GEDWEB_MEMORY_ROOT>/<project>/CHECKPOINTS`` next to the
+  mirror, appended and fsynced under the mirror's flock and never rewritten:
+  ``v1 <seq> <hash> <created_at> <mac>``.
+
+Someone with raw database access who deletes entries and checkpoint rows
+still leaves the file lines; someone who edits a line, or inserts a row,
+cannot produce its HMAC without the key.
+
+When checkpoints are taken (none while SECRET_KEY is made up at start,
+settings.SECRET_KEY_EPHEMERAL, since no other process could check them):
+
+- after the commit of every entry whose seq is a multiple of
+  settings.CHECKPOINT_EVERY (one INSERT and one line every N appends; the
+  appends in between pay nothing);
+- by ``manage.py memory checkpoint --project P``;
+- by ``manage.py memory verify`` and ``manage.py doctor`` when the chain
+  verifies, at the head they verified.
+
+verify() recomputes every link and checks the log against every authentic
+checkpoint from both places: a log that ends before a checkpoint's seq was
+truncated (the first missing seq is named), a different hash at a
+checkpoint's seq is a fork or a rewrite re-chained up to it.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from gedweb.lib.chain import GENESIS_HASH, entry_hash, verify_chain
+from memory import mirror
+from memory.models import ChainCheckpoint, MemoryEntry, format_timestamp
+
+logger = logging.getLogger("memory.checkpoints")
+
+CHECKPOINTS_NAME = "CHECKPOINTS"
+LINE_VERSION = "v1"
+_MAC_SALT = "gedweb.memory.ChainCheckpoint.v1"
+_HEX = frozenset("0123456789abcdef")
+_TAIL_PROBE_BYTES = 4096
+_PROBLEM_ORDER = (
+    "chain_broken", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
+    "unreadable_checkpoints",
+)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One recorded head, as read from the table or from a CHECKPOINTS line."""
+
+    seq: int
+    hash: str
+    created_at: str
+    mac: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "hash": self.hash, "created_at": self.created_at}
+
+    def line(self) -> str:
+        return f"{LINE_VERSION} {self.seq} {self.hash} {self.created_at} {self.mac}\n"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of verify(): what kind, at which seq (if any), in one line."""
+
+    # chain_broken | truncated | fork | forged_checkpoint | deleted_checkpoint
+    # | unreadable_checkpoints
+    kind: str
+    seq: int | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "seq": self.seq, "message": self.message}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The contract's {ok, entries, head, first_bad_seq} plus the checkpoint evidence."""
+
+    ok: bool
+    entries: int
+    head: str
+    first_bad_seq: int | None
+    checkpoint: Checkpoint | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "entries": self.entries,
+            "head": self.head,
+            "first_bad_seq": self.first_bad_seq,
+            "checkpoint": self.checkpoint.as_dict() if self.checkpoint else None,
+            "problems": [problem.as_dict() for problem in self.problems],
+        }
+
+
+# --- authentication ---------------------------------------------------------------------
+
+
+def _message(project_id: str, seq: int, head_hash: str, created_at: str) -> str:
+    # The project id is signed too: a checkpoint copied to another project fails.
+    return f"{project_id}\n{seq}\n{head_hash}\n{created_at}"
+
+
+def checkpoint_mac(
+    project_id: str, seq: int, head_hash: str, created_at: str, secret: str | None = None
+) -> str:
+    return salted_hmac(
+        _MAC_SALT, _message(project_id, seq, head_hash, created_at), secret=secret,
+        algorithm="sha256",
+    ).hexdigest()
+
+
+def authentic(project_id: str, checkpoint: Checkpoint) -> bool:
+    """True when the HMAC matches under SECRET_KEY or one of SECRET_KEY_FALLBACKS."""
+    for secret in (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())):
+        expected = checkpoint_mac(
+            project_id, checkpoint.seq, checkpoint.hash, checkpoint.created_at, secret
+        )
+        if constant_time_compare(expected, checkpoint.mac):
+            return True
+    return False
+
+
+def enabled() -> bool:
+    return not getattr(settings, "SECRET_KEY_EPHEMERAL", False)
+
+
+# --- the file -----------------------------------------------------------------------------
+
+
+def file_path(project_id: str) -> Path:
+    # Not mirror.project_dir(): reading evidence must not refuse a path the
+    # doctor's mirror checks report on their own.
+    return Path(settings.MEMORY_ROOT) / project_id / CHECKPOINTS_NAME
+
+
+def parse_line(text: str) -> Checkpoint | None:
+    """A well-formed line's checkpoint (HMAC not checked), or None."""
+    parts = text.split(" ")
+    if len(parts) != 5 or parts[0] != LINE_VERSION:
+        return None
+    _, seq, head_hash, created_at, mac = parts
+    if not (seq.isascii() and seq.isdigit() and seq[0] != "0"):
+        return None
+    if not all(len(value) == 64 and set(value) <= _HEX for value in (head_hash, mac)):
+        return None
+    if not created_at or not created_at.isascii() or not created_at.isprintable():
+        return None
+    return Checkpoint(int(seq), head_hash, created_at, mac)
+
+
+def _complete_lines(data: bytes) -> list[str]:
+    """The file's lines; a last line without its newline (a torn write) is left out."""
+    lines = data.split(b"\n")
+    return [line.decode("utf-8", errors="replace") for line in lines[:-1]]
+
+
+def read_file(project_id: str) -> tuple[list[tuple[int, str]], str | None]:
+    """(line number, text) of every complete line, and why the file could not be read."""
+    try:
+        fd = os.open(file_path(project_id), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return [], None
+        return [], f"cannot read {file_path(project_id)}: {exc.strerror}"
+    try:
+        chunks = []
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+    finally:
+        os.close(fd)
+    return list(enumerate(_complete_lines(b"".join(chunks)), start=1)), None
+
+
+def _last_file_seq(project_id: str, fd: int, size: int) -> int:
+    """The seq of the newest authentic line; the tail is enough unless it is garbage."""
+    probe = os.pread(fd, min(size, _TAIL_PROBE_BYTES), max(size - _TAIL_PROBE_BYTES, 0))
+    lines = _complete_lines(probe)
+    if size > _TAIL_PROBE_BYTES:
+        lines = lines[1:]  # the first one may start mid-line
+    for text in reversed(lines):
+        parsed = parse_line(text)
+        if parsed is not None and authentic(project_id, parsed):
+            return parsed.seq
+    if size <= _TAIL_PROBE_BYTES:
+        return 0
+    whole = os.pread(fd, size, 0)
+    seqs = [
+        parsed.seq
+        for parsed in map(parse_line, _complete_lines(whole))
+        if parsed is not None and authentic(project_id, parsed)
+    ]
+    return max(seqs, default=0)
+
+
+def sync_file(project_id: str) -> int:
+    """Append every authentic checkpoint row newer than the file's newest line.
+
+    Runs under the mirror's flock. Lines are only ever appended, fsynced,
+    and never rewritten; the one exception is the unterminated fragment a
+    crash can leave after the last newline, which no reader counts and which
+    is cut before the next append. No file is created while there is nothing
+    to write. Returns the number of lines written.
+    """
+    with mirror._locked(project_id) as directory:
+        path = directory / CHECKPOINTS_NAME
+        existed = os.path.lexists(path)
+        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
+        fd = os.open(path, flags) if existed else None
+        try:
+            last_seq = 0
+            if fd is not None:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    size = os.pread(fd, size, 0).rfind(b"\n") + 1
+                    os.ftruncate(fd, size)
+                last_seq = _last_file_seq(project_id, fd, size) if size else 0
+            rows = [
+                checkpoint
+                for checkpoint in _rows(project_id, seq__gt=last_seq)
+                if authentic(project_id, checkpoint)
+            ]
+            if not rows:
+                return 0
+            if fd is None:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+            mirror._write_all(fd, "".join(row.line() for row in rows).encode())
+            os.fsync(fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        if not existed:
+            mirror._fsync_dir(directory)
+    return len(rows)
+
+
+# --- the table ----------------------------------------------------------------------------
+
+
+def _rows(project_id: str, **filters: Any) -> Iterator[Checkpoint]:
+    rows = (
+        ChainCheckpoint.objects.filter(project_id=project_id, **filters)
+        .order_by("seq")
+        .values_list("seq", "hash", "created_at", "mac")
+    )
+    for seq, head_hash, created_at, mac in rows:
+        yield Checkpoint(seq, head_hash, format_timestamp(created_at), mac)
+
+
+def recorded_at(project_id: str, seq: int) -> list[Checkpoint]:
+    """The authentic checkpoint rows at seq (at most one: UNIQUE(project, seq))."""
+    return [c for c in _rows(project_id, seq=seq) if authentic(project_id, c)]
+
+
+def take(project_id: str, seq: int, head_hash: str) -> Checkpoint | None:
+    """Record (seq, hash) as a head the log had; None if off or already recorded at seq."""
+    if not enabled():
+        return None
+    created_at = timezone.now()
+    text = format_timestamp(created_at)
+    mac = checkpoint_mac(project_id, seq, head_hash, text)
+    try:
+        with transaction.atomic():
+            ChainCheckpoint.objects.create(
+                project_id=project_id, seq=seq, hash=head_hash, created_at=created_at, mac=mac
+            )
+    except IntegrityError:
+        # UNIQUE(project, seq): this seq is on record already. If its hash
+        # differs, the log was rewritten and verify() says so; the first
+        # record is the evidence and stays.
+        return None
+    return Checkpoint(seq, head_hash, text, mac)
+
+
+def after_commit(project_id: str, seq: int, head_hash: str) -> None:
+    """Runs after entry ``seq`` commits (every CHECKPOINT_EVERY entries): never raises."""
+    try:
+        if take(project_id, seq, head_hash) is not None and settings.MIRROR_WRITER == "inline":
+            sync_file(project_id)
+    except Exception:
+        # The entry is committed; the next checkpoint, verify or the
+        # follower records the head and catches the file up.
+        logger.exception("checkpoint of project %s at seq %s failed", project_id, seq)
+
+
+def due(first_seq: int, last_seq: int) -> bool:
+    """True when an append of first_seq..last_seq reaches a multiple of CHECKPOINT_EVERY."""
+    every = settings.CHECKPOINT_EVERY
+    return last_seq // every > (first_seq - 1) // every
+
+
+# --- verification -------------------------------------------------------------------------
+
+
+def _recorded(project_id: str) -> tuple[list[Checkpoint], list[Problem]]:
+    """Authentic checkpoints from the table and the file, and what is wrong with the rest."""
+    # The file first: a line is written only after its row commits, so every
+    # line read here has its row visible to the query below, and a
+    # checkpoint taken meanwhile is never mistaken for a deleted row.
+    lines, unreadable = read_file(project_id)
+    problems: list[Problem] = []
+    database: list[Checkpoint] = []
+    for checkpoint in _rows(project_id):
+        if authentic(project_id, checkpoint):
+            database.append(checkpoint)
+        else:
+            problems.append(Problem(
+                "forged_checkpoint", checkpoint.seq,
+                f"the checkpoint row at seq {checkpoint.seq} fails its HMAC: forged, or "
+                "written under a SECRET_KEY that is neither current nor a fallback",
+            ))
+    in_database = set(database)
+    from_file: list[Checkpoint] = []
+    if unreadable is not None:
+        problems.append(Problem("unreadable_checkpoints", None, unreadable))
+    for number, text in lines:
+        parsed = parse_line(text)
+        if parsed is None:
+            problems.append(Problem(
+                "forged_checkpoint", None, f"{CHECKPOINTS_NAME} line {number} is not a checkpoint"
+            ))
+        elif not authentic(project_id, parsed):
+            problems.append(Problem(
+                "forged_checkpoint", parsed.seq,
+                f"{CHECKPOINTS_NAME} line {number} (seq {parsed.seq}) fails its HMAC: forged, "
+                "or written under a SECRET_KEY that is neither current nor a fallback",
+            ))
+        elif parsed not in in_database:
+            from_file.append(parsed)
+            problems.append(Problem(
+                "deleted_checkpoint", parsed.seq,
+                f"the checkpoint at seq {parsed.seq} of {parsed.created_at} is in "
+                f"{CHECKPOINTS_NAME} line {number} but not in the database: checkpoint rows "
+                "were deleted",
+            ))
+    return sorted(in_database | set(from_file), key=lambda c: (c.seq, c.created_at)), problems
+
+
+def _diagnose(project_id: str, position: int) -> str:
+    """Which kind of change breaks the link at ``position`` (1-based, in seq order).
+
+    Reads the rows around it once more; only a failed verification pays for it.
+    """
+    rows = MemoryEntry.objects.filter(project_id=project_id).chain_rows()
+    window = list(islice(rows, max(position - 2, 0), position + 1))
+    offset = 1 if position >= 2 else 0
+    before = window[0] if offset else None
+    row = window[offset]
+    after = window[offset + 1] if len(window) > offset + 1 else None
+    if row["seq"] != position:
+        if row["seq"] > position:
+            return (f"seq {position} is missing: the entry after seq {position - 1} "
+                    f"has seq {row['seq']} (deleted, renumbered or reordered)")
+        return f"seq {row['seq']} appears again at position {position} (duplicated or reordered)"
+    linked = before["hash"] if before else GENESIS_HASH
+    if row["prev_hash"] != linked:
+        return (f"the prev_hash of seq {position} is not the hash of "
+                + (f"seq {position - 1}" if before else "the genesis")
+                + " (prev_hash altered, or an entry inserted, duplicated or swapped)")
+    # The next entry's prev_hash tells which side changed: it still names
+    # either the stored hash (the fields changed) or the recomputed one.
+    computed = entry_hash(row["prev_hash"], row)
+    if after is not None and after["prev_hash"] == computed:
+        return f"the stored hash of seq {position} was altered"
+    if after is not None and after["prev_hash"] == row["hash"]:
+        return (f"the chained fields of seq {position} no longer match its stored hash "
+                "(author, category, content, corrects, created_at, project_id, seq or source "
+                "altered)")
+    return f"the stored hash of seq {position} does not match its chained fields"
+
+
+def verify(project_id: str) -> VerifyReport:
+    """Every link of the chain, then the log against every authentic checkpoint."""
+    checkpoints, problems = _recorded(project_id)
+    wanted = {checkpoint.seq for checkpoint in checkpoints}
+    stored: dict[int, str] = {}
+    last_seq = 0
+
+    def rows() -> Iterator[Mapping[str, Any]]:
+        nonlocal last_seq
+        for row in MemoryEntry.objects.filter(project_id=project_id).chain_rows():
+            last_seq = max(last_seq, row["seq"])
+            if row["seq"] in wanted:
+                stored.setdefault(row["seq"], row["hash"])
+            yield row
+
+    chain = verify_chain(rows())
+    if chain.first_bad_seq is not None:
+        problems.insert(0, Problem(
+            "chain_broken", chain.first_bad_seq,
+            f"hash chain breaks at seq {chain.first_bad_seq} (of {chain.entries} entries): "
+            + _diagnose(project_id, chain.first_bad_seq),
+        ))
+    beyond = [checkpoint for checkpoint in checkpoints if checkpoint.seq > last_seq]
+    if beyond:
+        newest = beyond[-1]
+        problems.append(Problem(
+            "truncated", last_seq + 1,
+            f"log shorter than checkpoint: the checkpoint of {newest.created_at} recorded seq "
+            f"{newest.seq}, the log ends at seq {last_seq}; seq {last_seq + 1} is the first "
+            "missing",
+        ))
+    forks = [c for c in checkpoints if c.seq <= last_seq and stored.get(c.seq) != c.hash]
+    if forks:
+        first = forks[0]
+        found = stored.get(first.seq)
+        problems.append(Problem(
+            "fork", first.seq,
+            f"head hash mismatch at seq {first.seq}: the checkpoint of {first.created_at} "
+            f"recorded {first.hash[:16]}, the log has "
+            + (f"{found[:16]}" if found else "no entry with that seq")
+            + " (the entry was replaced, or history up to it was rewritten)",
+        ))
+    # What locates a break first, then what is wrong with the evidence itself.
+    problems.sort(key=lambda problem: _PROBLEM_ORDER.index(problem.kind))
+    located = [problem.seq for problem in problems
+               if problem.kind in ("chain_broken", "truncated", "fork")]
+    matching = [c for c in checkpoints if stored.get(c.seq) == c.hash]
+    return VerifyReport(
+        ok=not problems,
+        entries=chain.entries,
+        head=chain.head,
+        first_bad_seq=min((seq for seq in located if seq is not None), default=None),
+        checkpoint=matching[-1] if matching else None,
+        problems=problems,
+    )

@@ -1,0 +1,216 @@
+"""Schema fuzzing (T31): every operation of /v1/schema, positive and negative data.
+
+Schemathesis reads the schema from the app itself and calls the app
+in-process over WSGI, so each generated request reaches the real views,
+services and database (pytest-django's test database: SQLite or PostgreSQL,
+whichever DATABASE_URL names); each test's writes are rolled back after it.
+Path parameters are pinned to a real project, work item, entry, candidate
+and standards import, so generated bodies and queries reach validation and
+the services instead of stopping at a 404.
+
+Bounded for CI: MAX_EXAMPLES per operation and mode, derandomized (the same
+examples on every run), no deadline, no example database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.config._checks import (
+    NEGATIVE_DATA_REJECTION_EXPECTED_STATUSES,
+    NegativeDataRejectionConfig,
+)
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation.drivers import CoverageGenerator
+from schemathesis.generation.feedback import NO_FEEDBACK
+from schemathesis.generation.overrides import Override
+from schemathesis.specs.openapi.checks import (
+    allow_header_conformance,
+    content_type_conformance,
+    ignored_auth,
+    missing_required_header,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+    unsupported_method,
+)
+
+from governance.standards import standards_import_submit
+from memory import services
+from tests.conftest import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
+from tests.governance.support import PLANNED, open_work
+
+PROJECT = "fuzz"
+MAX_EXAMPLES = 25
+# Operations only the admin token may call; every other one runs with the
+# project's own token, as an agent would.
+ADMIN_OPERATIONS = frozenset(
+    {"projects_list", "projects_create", "standards_imports_accept", "standards_imports_reject"}
+)
+
+SCHEMA = schemathesis.openapi.from_wsgi("/v1/schema", get_wsgi_application())
+# The bearer token is sent by the test, not generated: generated tokens
+# would only ever exercise the 401 path (ignored_auth covers that).
+SCHEMA.config.generation.update(with_security_parameters=False)
+# 413 is how the contract refuses a body over 1 MiB; negative generation
+# produces such bodies for fields allowed up to 1,000,000 characters.
+SCHEMA.config.checks.negative_data_rejection = NegativeDataRejectionConfig(
+    expected_statuses=[*NEGATIVE_DATA_REJECTION_EXPECTED_STATUSES, "413"]
+)
+
+# positive_data_acceptance is left out on purpose: the schema gives each
+# field's type, length and pattern, but several rules cannot be written in
+# JSON Schema (Python's "printable", GedPi's substantive-content rule, a
+# work_id that must exist, the governance state machine), and the contract
+# answers those with 400 validation_error. Everything else is checked.
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+    missing_required_header,
+    ignored_auth,
+]
+OPERATIONS = sorted(
+    (result.ok() for result in SCHEMA.get_all_operations()),
+    key=lambda op: op.definition.raw["operationId"],
+)
+
+
+def _operation_id(operation: Any) -> str:
+    return operation.definition.raw["operationId"]
+
+
+@pytest.fixture
+def in_process_requests() -> Iterator[None]:
+    """Keep the test's connection (and its transaction) open across WSGI calls.
+
+    A real request closes its connection when it ends; Django's own test
+    client switches that off the same way, or each call would close the
+    connection that holds the test transaction.
+    """
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def fuzz_target(in_process_requests: None, db: None, settings: Any) -> dict[str, Any]:
+    """A project with one of everything a path parameter can name, and its token."""
+    settings.MEMORY_WRITE_TOKEN = MEMORY_WRITE_TOKEN
+    project, token = services.project_create(project_id=PROJECT, name="Fuzz")
+    work = open_work(project, PLANNED)
+    entry = services.memory_entry_create(
+        project=project, author="cli", category="decision", content="seed"
+    ).entry
+    candidate = services.candidate_create(
+        project=project, author="cli", category="note", content="pending"
+    )
+    standards, _ = standards_import_submit(
+        project=project, path="AGENTS.md", content="# Rules\n\nBe careful.\n", author="cli"
+    )
+    return {
+        "token": token,
+        "path_parameters": {
+            "project_id": PROJECT,
+            "work_id": work.work_id,
+            "ref": str(entry.uuid),
+            "candidate_id": str(candidate.uuid),
+            "import_id": standards.pk,
+            "path": "CONTEXT.md",
+            "name": "review",
+            "task_id": "T1",
+            "session_id": "s1",
+            "pending_id": "p1",
+            "number": 1,
+        },
+    }
+
+
+def _inputs(operation: Any, target: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """Pinned path parameters, fixed generated headers, and the credentials to send."""
+    op = _operation_id(operation)
+    pinned = dict(target["path_parameters"])
+    if op.startswith("work_file"):
+        pinned["name"] = "SPEC.md"
+    elif op.startswith("task_artifact"):
+        pinned["name"] = "BRIEF.md"
+    names = {p.name for p in operation.path_parameters}
+    fixed = {k: v for k, v in pinned.items() if k in names}
+    token = ADMIN_TOKEN if op in ADMIN_OPERATIONS else target["token"]
+    # The memory token is a declared header, held fixed; the bearer token is
+    # sent with each call, so ignored_auth knows it is real and probes the
+    # same request without it and with a wrong one.
+    return fixed, {"X-Memory-Token": MEMORY_WRITE_TOKEN}, {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+                         ids=lambda m: m.value)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=_operation_id)
+def test_operation_conforms_to_its_schema(
+    operation: Any, mode: GenerationMode, fuzz_target: dict[str, Any]
+) -> None:
+    fixed, headers, credentials = _inputs(operation, fuzz_target)
+    strategy = operation.as_strategy(generation_mode=mode, path_parameters=fixed, headers=headers)
+
+    @given(case=strategy)
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: Any) -> None:
+        case.call_and_validate(headers=credentials, checks=CHECKS)
+
+    try:
+        run()
+    except Unsatisfiable:
+        # Nothing left to make invalid once the path is pinned (e.g. a GET
+        # whose only inputs are path parameters): no negative case exists.
+        assert mode is GenerationMode.NEGATIVE
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=_operation_id)
+def test_operation_boundaries_and_methods(operation: Any, fuzz_target: dict[str, Any]) -> None:
+    """Schemathesis's coverage phase: boundary values, missing parts, undeclared methods.
+
+    Deterministic (no Hypothesis draw): each schema constraint is probed at
+    and just past its edge, both valid and invalid, and every method the
+    path does not declare must answer 405 with an Allow header.
+    """
+    fixed, headers, credentials = _inputs(operation, fuzz_target)
+    cases = CoverageGenerator(
+        operation=operation,
+        generation_modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+        generation_config=SCHEMA.config.generation_for(operation=operation, phase="coverage"),
+        auth_storage=None,
+        override=Override(headers=headers, path_parameters={k: str(v) for k, v in fixed.items()}),
+        feedback=NO_FEEDBACK,
+    )
+    for case in cases:
+        if case.meta is not None and case.meta.is_negative_at(ParameterLocation.PATH):
+            # Path parameters are pinned to real objects, which overrides
+            # any invalid value the coverage phase meant to send there.
+            continue
+        case.call_and_validate(
+            headers=credentials, checks=[*CHECKS, unsupported_method, allow_header_conformance]
+        )

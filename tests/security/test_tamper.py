@@ -1,0 +1,823 @@
+"""Tamper evidence (issue 8; reliability catalogue C1: T01-T03, T06-T10).
+
+The record is attacked the way someone with raw database access would:
+append-only triggers off, then raw SQL. Every attack must be detected by
+memory_chain_verify (the one service behind GET /verify, `memory verify`
+and `doctor`) and located at the exact first bad seq; untouched data must
+never be reported. Tail truncation and same-length forks are only visible
+against a checkpoint (memory.checkpoints), kept in an append-only table and
+in an HMAC-signed file outside the database.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import CommandError, call_command
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from gedweb import append_only
+from gedweb.cli.main import local_verify
+from gedweb.lib.chain import GENESIS_HASH, entry_hash
+from memory import checkpoints, services
+from memory.models import ChainCheckpoint, MemoryEntry, format_timestamp
+from memory.querysets import AppendOnlyError
+from tests.conftest import is_postgres
+from tests.interop.test_doctor import doctor_run, failures
+
+COUNT = 7
+SAMPLE = (1, 4, 7)  # first, middle, last; each one also carries a checkpoint
+ENTRIES = "memory_memoryentry"
+CHECKPOINTS = "memory_chaincheckpoint"
+CHAINED_COLUMNS = (
+    "author", "category", "content", "corrects", "created_at", "project_id", "seq", "source",
+    "prev_hash", "hash",
+)
+
+APPEND_ONLY_TABLES = (
+    importlib.import_module("memory.migrations.0003_documents").TABLES
+    + importlib.import_module("memory.migrations.0006_chain_checkpoint").TABLES
+    + importlib.import_module("governance.migrations.0002_append_only").TABLES
+    + importlib.import_module("governance.migrations.0004_append_only").TABLES
+    + (ENTRIES,)
+)
+
+
+# --- tampering as a superuser would ----------------------------------------------------------
+
+
+def _sqlite_entry_triggers() -> tuple[list[str], list[str]]:
+    migration = importlib.import_module("memory.migrations.0002_append_only_and_search")
+    names = ("memory_entry_refuse_update", "memory_entry_refuse_delete")
+    create = [s for s in migration.SQLITE_FORWARD if any(name in s for name in names)]
+    return create, [f"DROP TRIGGER {name}" for name in names]
+
+
+@contextmanager
+def triggers_off() -> Iterator[Any]:
+    """Raw SQL may rewrite entries and checkpoints for the duration; the triggers come back.
+
+    PostgreSQL: session_replication_role = replica, which a superuser (the
+    test role) may set and which silences every ordinary trigger, the
+    append-only ones and the foreign-key checks alike. SQLite: the triggers
+    are dropped and created again.
+    """
+    with connection.cursor() as cursor:
+        if is_postgres():
+            cursor.execute("SET session_replication_role = replica")
+        else:
+            create, drop = _sqlite_entry_triggers()
+            for statement in drop + append_only.sqlite_backward(CHECKPOINTS):
+                cursor.execute(statement)
+        try:
+            yield cursor
+        finally:
+            if is_postgres():
+                cursor.execute("RESET session_replication_role")
+            else:
+                for statement in create + append_only.sqlite_forward(CHECKPOINTS):
+                    cursor.execute(statement)
+
+
+def row(project_id: str, seq: int) -> dict[str, Any]:
+    return MemoryEntry.objects.filter(project_id=project_id, seq=seq).values().get()
+
+
+def _flip_text(value: str) -> str:
+    return ("y" if value[0] == "x" else "x") + value[1:]
+
+
+def _flip_hex(value: str) -> str:
+    return value[:-1] + ("1" if value[-1] == "0" else "0")
+
+
+def flip_field(project_id: str, seq: int, field: str) -> None:
+    """Change one chained column of one entry, by one character, digit or microsecond."""
+    target = row(project_id, seq)
+    if field in ("author", "category", "content", "source"):
+        column, value = field, _flip_text(target[field])
+    elif field in ("prev_hash", "hash"):
+        column, value = field, _flip_hex(target[field])
+    elif field == "created_at":
+        column = field
+        value = connection.ops.adapt_datetimefield_value(
+            target["created_at"] + timedelta(microseconds=1))
+    elif field == "corrects":
+        other = MemoryEntry.objects.get(project_id=project_id, seq=2).pk
+        column, value = "corrects_id", None if target["corrects_id"] else other
+    elif field == "seq":
+        column, value = "seq", seq + 1000
+    elif field == "project_id":
+        column, value = "project_id", "beta"
+    else:  # pragma: no cover - the parametrisation names only the fields above
+        raise AssertionError(field)
+    with triggers_off() as cursor:
+        cursor.execute(f"UPDATE {ENTRIES} SET {column} = %s WHERE id = %s", [value, target["id"]])
+
+
+def _set_seq(cursor: Any, project_id: str, old: int, new: int) -> None:
+    cursor.execute(f"UPDATE {ENTRIES} SET seq = %s WHERE project_id = %s AND seq = %s",
+                   [new, project_id, old])
+
+
+def swap_seqs(project_id: str, seq: int) -> int:
+    """Swap the seqs of seq and its neighbour; returns the smaller of the two."""
+    other = seq + 1 if seq < COUNT else seq - 1
+    with triggers_off() as cursor:
+        _set_seq(cursor, project_id, seq, 1_000_000)
+        _set_seq(cursor, project_id, other, seq)
+        _set_seq(cursor, project_id, 1_000_000, other)
+    return min(seq, other)
+
+
+def duplicate(project_id: str, seq: int) -> int:
+    """Copy entry seq, hashes and all, into seq + 1; later entries move up one."""
+    source = row(project_id, seq)
+    copy_uuid = MemoryEntry._meta.get_field("uuid").get_db_prep_value(uuid.uuid4(), connection)
+    with triggers_off() as cursor:
+        for later in range(COUNT, seq, -1):
+            _set_seq(cursor, project_id, later, later + 1)
+        cursor.execute(
+            f"INSERT INTO {ENTRIES} (uuid, project_id, seq, category, content, source,"
+            " corrects_id, author, created_at, prev_hash, hash)"
+            " SELECT %s, project_id, %s, category, content, source, corrects_id, author,"
+            f" created_at, prev_hash, hash FROM {ENTRIES} WHERE id = %s",
+            [copy_uuid, seq + 1, source["id"]],
+        )
+    return seq + 1
+
+
+def delete_one(project_id: str, seq: int) -> int:
+    with triggers_off() as cursor:
+        cursor.execute(f"DELETE FROM {ENTRIES} WHERE project_id = %s AND seq = %s",
+                       [project_id, seq])
+    return seq
+
+
+def delete_tail(project_id: str, seq: int) -> int:
+    """Delete seq and everything newer: the chain that remains is valid."""
+    with triggers_off() as cursor:
+        cursor.execute(f"DELETE FROM {ENTRIES} WHERE project_id = %s AND seq >= %s",
+                       [project_id, seq])
+    return seq
+
+
+def fork(project_id: str, seq: int) -> int:
+    """Replace entry seq with a different entry and re-chain every later one: no link breaks."""
+    rows = list(MemoryEntry.objects.filter(project_id=project_id).chain_rows())
+    prev = rows[seq - 1]["prev_hash"]
+    with triggers_off() as cursor:
+        for fields in rows[seq - 1:]:
+            if fields["seq"] == seq:
+                fields = {**fields, "content": fields["content"] + " (a different decision)"}
+            new_hash = entry_hash(prev, fields)
+            cursor.execute(
+                f"UPDATE {ENTRIES} SET content = %s, prev_hash = %s, hash = %s WHERE uuid = %s",
+                [fields["content"], prev, new_hash,
+                 MemoryEntry._meta.get_field("uuid").get_db_prep_value(
+                     uuid.UUID(fields["id"]), connection)],
+            )
+            prev = new_hash
+    return seq
+
+
+STRUCTURAL: dict[str, Callable[[str, int], int]] = {
+    "swap-seqs": swap_seqs,
+    "duplicate-row": duplicate,
+    "delete-row": delete_one,
+    "delete-tail": delete_tail,
+    "fork-rechained": fork,
+}
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def signed(settings: Any) -> None:
+    """A stable SECRET_KEY, as production has; automatic checkpoints out of the way."""
+    settings.SECRET_KEY_EPHEMERAL = False
+    settings.CHECKPOINT_EVERY = 1000
+
+
+def _append(project: Any, seq: int) -> None:
+    services.memory_entry_create(
+        project=project,
+        author=("ana", "bot")[seq % 2],
+        category=("decision", "note", "risk")[seq % 3],
+        content=f"entry {seq} · naïve café ```",
+        source=("operator", "agent")[seq % 2],
+        corrects=seq - 1 if seq == COUNT else None,
+    )
+
+
+@pytest.fixture
+def chained(signed: None, alpha: Any, beta: Any) -> Any:
+    """alpha: 7 varied entries, checkpoints at seq 1, 4 and 7; verified clean first."""
+    for seq in range(1, COUNT + 1):
+        _append(alpha.project, seq)
+        if seq in SAMPLE:
+            services.chain_checkpoint_take(project=alpha.project)
+    clean = services.memory_chain_verify(project=alpha.project)
+    assert (clean.ok, clean.entries, clean.first_bad_seq, clean.problems) == (True, COUNT, None, [])
+    assert clean.checkpoint is not None and clean.checkpoint.seq == COUNT
+    return alpha
+
+
+def verify(project: Any) -> checkpoints.VerifyReport:
+    return services.memory_chain_verify(project=project)
+
+
+def kinds(report: checkpoints.VerifyReport) -> set[str]:
+    return {problem.kind for problem in report.problems}
+
+
+# --- T06: every chained column of first, middle and last row --------------------------------
+
+
+@pytest.mark.parametrize("seq", SAMPLE)
+@pytest.mark.parametrize("field", CHAINED_COLUMNS)
+def test_a_changed_column_is_located_at_its_seq(chained, beta, field, seq):
+    flip_field("alpha", seq, field)
+    report = verify(chained.project)
+    assert report.ok is False
+    assert report.first_bad_seq == seq
+    assert report.problems and all(p.seq is None or p.seq >= seq for p in report.problems)
+    # The other project is untouched unless the row was moved into it.
+    other = verify(beta.project)
+    if field == "project_id":
+        assert (other.ok, other.first_bad_seq) == (False, 1)
+    else:
+        assert (other.ok, other.problems) == (True, [])
+
+
+@pytest.mark.parametrize("field", ["content", "author", "created_at", "corrects", "source"])
+def test_a_changed_field_is_named_as_a_field_change(chained, field):
+    flip_field("alpha", 4, field)
+    (problem,) = verify(chained.project).problems
+    assert problem.kind == "chain_broken"
+    assert "the chained fields of seq 4 no longer match its stored hash" in problem.message
+
+
+def test_a_changed_stored_hash_is_named_as_such(chained):
+    flip_field("alpha", 4, "hash")
+    report = verify(chained.project)
+    assert report.problems[0].message.endswith("the stored hash of seq 4 was altered")
+    # The checkpoint at seq 4 recorded the true hash, so it disagrees as well.
+    assert kinds(report) == {"chain_broken", "fork"}
+
+
+def test_a_changed_prev_hash_is_named_as_a_broken_link(chained):
+    flip_field("alpha", 4, "prev_hash")
+    assert "the prev_hash of seq 4 is not the hash of seq 3" in verify(chained.project).problems[
+        0].message
+
+
+# --- T07 and more: reorder, duplicate, gap, truncation, fork --------------------------------
+
+
+@pytest.mark.parametrize("seq", SAMPLE)
+@pytest.mark.parametrize("attack", sorted(STRUCTURAL))
+def test_a_structural_attack_is_located(chained, attack, seq):
+    expected = STRUCTURAL[attack]("alpha", seq)
+    report = verify(chained.project)
+    assert report.ok is False
+    assert report.first_bad_seq == expected
+
+
+def test_a_deleted_middle_row_is_named_as_a_missing_seq(chained):
+    delete_one("alpha", 4)
+    problem = verify(chained.project).problems[0]
+    assert (problem.kind, problem.seq) == ("chain_broken", 4)
+    assert "seq 4 is missing: the entry after seq 3 has seq 5" in problem.message
+
+
+def test_a_duplicated_row_is_named_as_a_broken_link(chained):
+    duplicate("alpha", 4)
+    problem = verify(chained.project).problems[0]
+    assert (problem.kind, problem.seq) == ("chain_broken", 5)
+    assert "the prev_hash of seq 5 is not the hash of seq 4" in problem.message
+
+
+# --- T08: tail truncation -----------------------------------------------------------------
+
+
+def test_tail_truncation_is_located_at_the_first_missing_seq(chained):
+    delete_tail("alpha", 5)
+    report = verify(chained.project)
+    assert (report.ok, report.entries, report.first_bad_seq) == (False, 4, 5)
+    (problem,) = report.problems
+    assert (problem.kind, problem.seq) == ("truncated", 5)
+    assert problem.message.startswith("log shorter than checkpoint:")
+    assert "recorded seq 7, the log ends at seq 4; seq 5 is the first missing" in problem.message
+    # The newest checkpoint the shortened log still matches.
+    assert report.checkpoint is not None and report.checkpoint.seq == 4
+
+
+def test_truncation_to_nothing_is_located_at_seq_1(chained):
+    delete_tail("alpha", 1)
+    report = verify(chained.project)
+    assert (report.ok, report.entries, report.first_bad_seq, report.head) == (
+        False, 0, 1, GENESIS_HASH)
+
+
+def test_truncation_is_detected_after_the_checkpoint_rows_are_deleted_too(chained):
+    delete_tail("alpha", 5)
+    with triggers_off() as cursor:
+        cursor.execute(f"DELETE FROM {CHECKPOINTS} WHERE project_id = %s", ["alpha"])
+    assert not ChainCheckpoint.objects.filter(project_id="alpha").exists()
+    report = verify(chained.project)
+    assert (report.ok, report.first_bad_seq) == (False, 5)
+    assert kinds(report) == {"truncated", "deleted_checkpoint"}
+    deleted = [p for p in report.problems if p.kind == "deleted_checkpoint"]
+    assert [p.seq for p in deleted] == [1, 4, 7]
+    assert "checkpoint rows were deleted" in deleted[0].message
+
+
+def test_truncation_is_detected_from_the_table_when_the_file_is_gone(chained, memory_root):
+    (memory_root / "alpha" / "CHECKPOINTS").unlink()
+    delete_tail("alpha", 6)
+    report = verify(chained.project)
+    assert (report.ok, report.first_bad_seq, kinds(report)) == (False, 6, {"truncated"})
+
+
+def test_plain_truncation_is_undetectable_without_a_checkpoint(signed, alpha):
+    """The design assumption: a hash chain alone cannot see its tail deleted."""
+    for seq in range(1, COUNT + 1):
+        _append(alpha.project, seq)
+    delete_tail("alpha", 5)
+    report = verify(alpha.project)
+    assert (report.ok, report.entries, report.first_bad_seq, report.problems) == (True, 4, None, [])
+    assert report.head == row("alpha", 4)["hash"]
+
+
+# --- T09: a fork at the same length ---------------------------------------------------------
+
+
+def test_a_replaced_last_entry_is_a_head_hash_mismatch(chained):
+    fork("alpha", COUNT)
+    report = verify(chained.project)
+    assert (report.ok, report.entries, report.first_bad_seq) == (False, COUNT, COUNT)
+    (problem,) = report.problems
+    assert problem.kind == "fork"
+    assert problem.message.startswith(f"head hash mismatch at seq {COUNT}:")
+
+
+def test_a_fork_without_a_checkpoint_is_undetectable(signed, alpha):
+    for seq in range(1, COUNT + 1):
+        _append(alpha.project, seq)
+    fork("alpha", COUNT)
+    assert verify(alpha.project).ok is True
+
+
+# --- the checkpoints themselves -----------------------------------------------------------------
+
+
+def checkpoint_file(memory_root: Path) -> Path:
+    return memory_root / "alpha" / "CHECKPOINTS"
+
+
+def test_each_checkpoint_is_a_signed_line_of_the_file_and_a_row(chained, memory_root):
+    lines = checkpoint_file(memory_root).read_text().splitlines()
+    rows = list(ChainCheckpoint.objects.filter(project_id="alpha").order_by("seq"))
+    assert [r.seq for r in rows] == list(SAMPLE)
+    assert lines == [
+        f"v1 {r.seq} {r.hash} {format_timestamp(r.created_at)} {r.mac}" for r in rows
+    ]
+    assert all(r.hash == row("alpha", r.seq)["hash"] for r in rows)
+
+
+def test_a_forged_file_line_is_reported(chained, memory_root):
+    # Someone truncates to seq 4 and rewrites the last line to match: the HMAC gives it away.
+    path = checkpoint_file(memory_root)
+    lines = path.read_text().splitlines(keepends=True)
+    head4 = row("alpha", 4)["hash"]
+    parts = lines[-1].split(" ")
+    lines[-1] = " ".join([parts[0], "4", head4, *parts[3:]])
+    path.write_text("".join(lines))
+    report = verify(chained.project)
+    assert report.ok is False
+    forged = [p for p in report.problems if p.kind == "forged_checkpoint"]
+    assert [p.seq for p in forged] == [4]
+    assert "CHECKPOINTS line 3 (seq 4) fails its HMAC" in forged[0].message
+
+
+def test_a_garbled_file_line_is_reported(chained, memory_root):
+    with checkpoint_file(memory_root).open("a") as handle:
+        handle.write("v1 not a checkpoint\n")
+    report = verify(chained.project)
+    assert (report.ok, kinds(report)) == (False, {"forged_checkpoint"})
+    assert report.problems[0].message == "CHECKPOINTS line 4 is not a checkpoint"
+
+
+def test_a_checkpoint_file_replaced_by_a_symlink_is_reported(chained, memory_root, tmp_path):
+    decoy = tmp_path / "decoy"
+    decoy.write_text("")
+    checkpoint_file(memory_root).unlink()
+    checkpoint_file(memory_root).symlink_to(decoy)
+    report = verify(chained.project)
+    assert (report.ok, kinds(report)) == (False, {"unreadable_checkpoints"})
+    assert "cannot read" in report.problems[0].message
+
+
+def test_a_forged_checkpoint_row_is_reported(chained):
+    # INSERT is allowed to the app role: a row with a made-up HMAC must not count.
+    ChainCheckpoint.objects.create(project=chained.project, seq=2, hash=row("alpha", 2)["hash"],
+                                   created_at=row("alpha", 2)["created_at"], mac="0" * 64)
+    report = verify(chained.project)
+    assert (report.ok, report.first_bad_seq) == (False, None)
+    assert [(p.kind, p.seq) for p in report.problems] == [("forged_checkpoint", 2)]
+
+
+def test_a_checkpoint_copied_from_another_project_fails_its_hmac(chained, beta):
+    for seq in (1, 2):
+        _append(beta.project, seq)
+    theirs = services.chain_checkpoint_take(project=beta.project)
+    assert theirs is not None and theirs.seq == 2
+    with triggers_off() as cursor:
+        cursor.execute(f"UPDATE {CHECKPOINTS} SET project_id = %s WHERE project_id = %s",
+                       ["alpha", "beta"])
+    assert [(p.kind, p.seq) for p in verify(chained.project).problems] == [
+        ("forged_checkpoint", 2)]
+
+
+def test_checkpoints_survive_a_key_rotation_through_the_fallbacks(chained, settings):
+    old = settings.SECRET_KEY
+    settings.SECRET_KEY = "a-new-key-" + "x" * 50
+    assert kinds(verify(chained.project)) == {"forged_checkpoint"}
+    settings.SECRET_KEY_FALLBACKS = [old]
+    assert verify(chained.project).ok is True
+
+
+def test_a_torn_last_line_is_ignored_and_cut_before_the_next_append(chained, memory_root):
+    path = checkpoint_file(memory_root)
+    with path.open("a") as handle:
+        handle.write("v1 8 abc")  # a crash in the middle of a write
+    assert verify(chained.project).ok is True
+    _append(chained.project, COUNT + 1)
+    services.chain_checkpoint_take(project=chained.project)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4 and lines[-1].startswith(f"v1 {COUNT + 1} ")
+    assert verify(chained.project).ok is True
+
+
+def test_the_file_is_only_appended_to(chained, memory_root):
+    before = checkpoint_file(memory_root).read_bytes()
+    services.chain_checkpoint_take(project=chained.project)  # head already on record
+    assert checkpoint_file(memory_root).read_bytes() == before
+    _append(chained.project, COUNT + 1)
+    services.chain_checkpoint_take(project=chained.project)
+    after = checkpoint_file(memory_root).read_bytes()
+    assert after.startswith(before) and after.count(b"\n") == 4
+
+
+def test_the_file_catches_up_with_rows_it_missed(chained, memory_root):
+    checkpoint_file(memory_root).unlink()
+    services.chain_checkpoint_take(project=chained.project)
+    assert [line.split(" ")[1] for line in
+            checkpoint_file(memory_root).read_text().splitlines()] == ["1", "4", "7"]
+
+
+def test_a_rewritten_history_cannot_take_over_a_recorded_seq(chained):
+    fork("alpha", COUNT)
+    # The same seq is on record: the first record stays the evidence.
+    assert checkpoints.take("alpha", COUNT, row("alpha", COUNT)["hash"]) is None
+    assert kinds(verify(chained.project)) == {"fork"}
+
+
+# --- when checkpoints are taken -----------------------------------------------------------------
+
+
+def test_every_nth_append_takes_a_checkpoint_after_commit(
+    signed, settings, alpha, memory_root, django_capture_on_commit_callbacks
+):
+    settings.CHECKPOINT_EVERY = 3
+    for seq in range(1, COUNT + 1):
+        with django_capture_on_commit_callbacks(execute=True):
+            _append(alpha.project, seq)
+    assert list(ChainCheckpoint.objects.filter(project_id="alpha").values_list("seq", flat=True)
+                ) == [3, 6]
+    assert [line.split(" ")[1] for line in
+            checkpoint_file(memory_root).read_text().splitlines()] == ["3", "6"]
+
+
+def test_appends_between_checkpoints_never_touch_the_checkpoint_table(
+    signed, settings, alpha, django_capture_on_commit_callbacks
+):
+    settings.CHECKPOINT_EVERY = 3
+    with CaptureQueriesContext(connection) as queries:
+        for seq in (1, 2):
+            with django_capture_on_commit_callbacks(execute=True):
+                _append(alpha.project, seq)
+    assert not [q for q in queries.captured_queries if CHECKPOINTS in q["sql"]]
+    with CaptureQueriesContext(connection) as queries, \
+            django_capture_on_commit_callbacks(execute=True):
+        _append(alpha.project, 3)
+    touching = [q["sql"] for q in queries.captured_queries if CHECKPOINTS in q["sql"]]
+    # One INSERT, and one read of the rows the file has not seen yet.
+    assert len(touching) == 2 and touching[0].startswith("INSERT")
+
+
+def test_with_a_follower_the_append_writes_the_row_and_the_follower_the_line(
+    signed, settings, alpha, memory_root, django_capture_on_commit_callbacks
+):
+    settings.CHECKPOINT_EVERY = 2
+    settings.MIRROR_WRITER = "follower"
+    for seq in (1, 2):
+        with django_capture_on_commit_callbacks(execute=True):
+            _append(alpha.project, seq)
+    assert list(ChainCheckpoint.objects.values_list("seq", flat=True)) == [2]
+    assert not checkpoint_file(memory_root).exists()  # the write path never touches the disk
+    call_command("memory", "mirror", "--follow", "--once", stdout=StringIO())
+    assert [line.split(" ")[1] for line in
+            checkpoint_file(memory_root).read_text().splitlines()] == ["2"]
+
+
+def test_an_import_that_crosses_a_multiple_checkpoints_its_last_entry(
+    signed, settings, alpha, django_capture_on_commit_callbacks
+):
+    from datetime import UTC, datetime
+
+    settings.CHECKPOINT_EVERY = 3
+    rows = [services.ImportRow(key=f"k{n}", category="note", content=f"c{n}", source="import",
+                               created_at=datetime(2026, 1, 1, 0, 0, n, tzinfo=UTC),
+                               label=f"row {n}") for n in range(5)]
+    with django_capture_on_commit_callbacks(execute=True):
+        services.memory_entries_import(project=alpha.project, rows=rows)
+    assert list(ChainCheckpoint.objects.values_list("seq", flat=True)) == [5]
+
+
+def test_no_checkpoint_is_taken_with_a_key_made_up_at_start(
+    settings, alpha, memory_root, django_capture_on_commit_callbacks
+):
+    settings.SECRET_KEY_EPHEMERAL = True  # development without DJANGO_SECRET_KEY
+    settings.CHECKPOINT_EVERY = 1
+    with django_capture_on_commit_callbacks(execute=True):
+        _append(alpha.project, 1)
+    assert services.chain_checkpoint_take(project=alpha.project) is None
+    assert not ChainCheckpoint.objects.exists()
+    assert not checkpoint_file(memory_root).exists()
+    with pytest.raises(CommandError, match="stable DJANGO_SECRET_KEY"):
+        call_command("memory", "checkpoint", "--project", "alpha", stdout=StringIO())
+
+
+def test_the_checkpoint_command_records_the_head_once(signed, alpha):
+    for seq in (1, 2):
+        _append(alpha.project, seq)
+    out = StringIO()
+    call_command("memory", "checkpoint", "--project", "alpha", stdout=out)
+    assert '"seq": 2' in out.getvalue()
+    call_command("memory", "checkpoint", "--project", "alpha", stdout=StringIO())
+    assert ChainCheckpoint.objects.filter(project_id="alpha").count() == 1
+
+
+def test_the_checkpoint_command_refuses_a_broken_chain(chained):
+    delete_one("alpha", 3)
+    with pytest.raises(CommandError) as refused:
+        call_command("memory", "checkpoint", "--project", "alpha", stdout=StringIO())
+    assert refused.value.returncode == 1
+    assert ChainCheckpoint.objects.filter(project_id="alpha").count() == len(SAMPLE)
+
+
+def test_memory_verify_checkpoints_an_intact_head_and_the_api_does_not(signed, alpha, client_for):
+    for seq in (1, 2):
+        _append(alpha.project, seq)
+    response = client_for(alpha.token).get("/v1/projects/alpha/memory/verify")
+    assert response.json()["ok"] is True
+    assert not ChainCheckpoint.objects.exists()
+    call_command("memory", "verify", "--project", "alpha", stdout=StringIO())
+    assert list(ChainCheckpoint.objects.values_list("seq", flat=True)) == [2]
+
+
+# --- how each surface reports it ---------------------------------------------------------------
+
+
+def test_the_api_reports_truncation_with_its_checkpoint(chained, client_for):
+    delete_tail("alpha", 6)
+    response = client_for(chained.token).get("/v1/projects/alpha/memory/verify")
+    assert response.status_code == 200
+    body = response.json()
+    assert {k: body[k] for k in ("ok", "entries", "first_bad_seq")} == {
+        "ok": False, "entries": 5, "first_bad_seq": 6}
+    assert body["checkpoint"]["seq"] == 4
+    assert [(p["kind"], p["seq"]) for p in body["problems"]] == [("truncated", 6)]
+    assert ChainCheckpoint.objects.filter(project_id="alpha").count() == len(SAMPLE)
+
+
+def test_memory_verify_exits_1_naming_the_truncation(chained):
+    delete_tail("alpha", 5)
+    out = StringIO()
+    with pytest.raises(CommandError) as failed:
+        call_command("memory", "verify", "--project", "alpha", stdout=out)
+    assert failed.value.returncode == 1
+    message = str(failed.value)
+    assert "\n" not in message
+    assert message.startswith("memory of alpha fails verification at seq 5: log shorter than "
+                              "checkpoint")
+    # A broken record is never checkpointed.
+    assert ChainCheckpoint.objects.filter(project_id="alpha").count() == len(SAMPLE)
+
+
+def test_doctor_fails_naming_the_fork(chained):
+    fork("alpha", COUNT)
+    code, lines, _ = doctor_run("--project", "alpha")
+    assert code == 1
+    chain = [line for line in failures(lines) if ": chain:" in line]
+    assert len(chain) == 1
+    assert chain[0].startswith(f"FAIL alpha: chain: head hash mismatch at seq {COUNT}:")
+
+
+def test_doctor_checkpoints_a_healthy_chain(signed, alpha):
+    _append(alpha.project, 1)
+    _, lines, _ = doctor_run("--project", "alpha")
+    assert "ok   alpha: chain (1 entry, matches the checkpoint at seq 1)" in lines
+
+
+# --- T10: the CLI's own verifier checks every link ------------------------------------------
+
+
+def _downloaded(count: int) -> list[dict[str, Any]]:
+    entries, prev = [], GENESIS_HASH
+    for seq in range(1, count + 1):
+        fields = {"author": "agent", "category": "note", "content": f"entry {seq}",
+                  "corrects": None, "created_at": f"2026-11-30T08:00:0{seq}.000000+00:00",
+                  "project_id": "p", "seq": seq, "source": "operator"}
+        entries.append({**fields, "prev_hash": prev, "hash": entry_hash(prev, fields)})
+        prev = entries[-1]["hash"]
+    return entries
+
+
+def test_the_cli_rejects_a_forged_middle_link_whose_neighbours_agree():
+    """A malicious server keeps both ends and relinks around a forged middle entry."""
+    entries = _downloaded(5)
+    forged = "f" * 64
+    entries[2] = {**entries[2], "content": "forged", "hash": forged}
+    entries[3] = {**entries[3], "prev_hash": forged}  # seq 4 links to the forgery
+    report = local_verify(entries)
+    assert (report["ok"], report["first_bad_seq"], report["head"]) == (
+        False, 3, entries[-1]["hash"])
+
+
+# --- T01, T02: the checkpoint table is append-only as well ------------------------------------
+
+
+def test_the_orm_refuses_to_change_or_delete_a_checkpoint(chained):
+    checkpoint = ChainCheckpoint.objects.filter(project_id="alpha").first()
+    checkpoint.seq = 2
+    with pytest.raises(AppendOnlyError):
+        checkpoint.save()
+    with pytest.raises(AppendOnlyError):
+        checkpoint.delete()
+    for attempt in (
+        lambda: ChainCheckpoint.objects.filter(project_id="alpha").update(seq=99),
+        lambda: ChainCheckpoint.objects.all().delete(),
+        lambda: ChainCheckpoint.objects.bulk_update([checkpoint], ["seq"]),
+        lambda: ChainCheckpoint.objects.update_or_create(project=chained.project, seq=1),
+    ):
+        with pytest.raises(AppendOnlyError):
+            attempt()
+    assert verify(chained.project).ok is True
+
+
+@pytest.mark.parametrize("statement", [
+    f"UPDATE {CHECKPOINTS} SET hash = %s",
+    f"DELETE FROM {CHECKPOINTS} WHERE project_id = %s",
+    f"DELETE FROM {CHECKPOINTS}",
+])
+def test_the_database_refuses_raw_changes_to_checkpoints(chained, statement):
+    params = ["alpha"] if "%s" in statement else []
+    if statement.startswith("UPDATE"):
+        params = ["0" * 64]
+    with pytest.raises(IntegrityError, match="append-only"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+    assert ChainCheckpoint.objects.filter(project_id="alpha").count() == len(SAMPLE)
+    assert verify(chained.project).ok is True
+
+
+def test_the_triggers_are_back_after_tampering(chained):
+    delete_tail("alpha", 7)
+    for table in (ENTRIES, CHECKPOINTS):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {table}")
+
+
+# --- T02, T03: the production role (PostgreSQL) -------------------------------------------------
+
+
+def security_doc_grants() -> str:
+    """The SQL block of docs/security.md that sets up the application role."""
+    text = (Path(django_settings.BASE_DIR) / "docs" / "security.md").read_text()
+    match = re.search(r"```sql\n(-- gedweb application role.*?)```", text, re.S)
+    assert match, "docs/security.md lost its application-role SQL block"
+    return match.group(1)
+
+
+def test_the_documented_revoke_names_every_append_only_table():
+    sql = security_doc_grants()
+    revoked = set(re.findall(r"^\s+(\w+)[,;]?$", sql.split("REVOKE", 1)[1], re.M))
+    assert revoked == set(APPEND_ONLY_TABLES)
+
+
+@pytest.fixture
+def app_role(chained: Any) -> Iterator[str]:
+    """The documented application role, created in the test transaction and rolled back."""
+    role = f"gedweb_app_{uuid.uuid4().hex[:8]}"
+    sql = security_doc_grants().replace("gedweb_app", role)
+    with connection.cursor() as cursor:
+        for statement in filter(None, (s.strip() for s in sql.split(";"))):
+            cursor.execute(statement)
+        cursor.execute(f"SET ROLE {role}")
+        try:
+            yield role
+        finally:
+            cursor.execute("RESET ROLE")
+
+
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="needs PostgreSQL: SQLite has no roles or privileges",
+)
+
+ROLE_REFUSALS = [
+    *(f"UPDATE {table} SET id = id" for table in APPEND_ONLY_TABLES),
+    *(f"DELETE FROM {table}" for table in APPEND_ONLY_TABLES),
+    *(f"TRUNCATE {table}" for table in APPEND_ONLY_TABLES),
+    f"ALTER TABLE {ENTRIES} DISABLE TRIGGER memory_entry_append_only",
+    f"ALTER TABLE {ENTRIES} DISABLE TRIGGER ALL",
+    f"ALTER TABLE {CHECKPOINTS} DISABLE TRIGGER {CHECKPOINTS}_append_only",
+    f"DROP TRIGGER memory_entry_append_only ON {ENTRIES}",
+    "SET session_replication_role = replica",
+    "SET LOCAL session_replication_role = replica",
+]
+
+
+@postgres_only
+def test_the_application_role_is_refused_every_bypass(app_role):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        assert cursor.fetchone() == (False,)
+    refused = []
+    for statement in ROLE_REFUSALS:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(statement)
+        except DatabaseError as exc:
+            assert re.search(r"permission denied|must be owner", str(exc)), (statement, exc)
+            refused.append(statement)
+    assert refused == ROLE_REFUSALS
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW session_replication_role")
+        assert cursor.fetchone() == ("origin",)
+
+
+@postgres_only
+def test_the_application_role_can_still_append_and_checkpoint(app_role, chained):
+    _append(chained.project, COUNT + 1)
+    taken = services.chain_checkpoint_take(project=chained.project)
+    assert taken is not None and taken.seq == COUNT + 1
+    report = verify(chained.project)
+    assert (report.ok, report.entries) == (True, COUNT + 1)
+
+
+# --- T03: nothing in the code turns the triggers off ------------------------------------------
+
+BYPASS = re.compile(
+    r"DISABLE\s+TRIGGER|session_replication_role|DROP\s+TRIGGER|pgtrigger|_backward\(",
+    re.IGNORECASE,
+)
+
+
+def test_no_code_outside_migrations_and_tests_disables_triggers():
+    root = Path(django_settings.BASE_DIR)
+    skipped = {".venv", ".git", ".data", "tests", "docs", "static", "node_modules"}
+    paths = [path for top in sorted(root.iterdir()) if top.name not in skipped
+             for path in ([top] if top.is_file() else sorted(top.rglob("*")))]
+    found = []
+    for path in paths:
+        relative = path.relative_to(root)
+        if not path.is_file() or "migrations" in relative.parts:
+            continue
+        if path.suffix not in (".py", ".sql", ".sh", ".toml", ".cfg", ".ini") and \
+                path.name not in ("Makefile", "run"):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if BYPASS.search(line):
+                found.append(f"{relative}:{number}: {line.strip()}")
+    # The only hits: the migration helpers that undo make_append_only on reversal.
+    allowed = re.compile(r"^gedweb/append_only\.py:\d+: (def \w+_backward\(|f\"DROP TRIGGER "
+                         r"IF EXISTS \{table\}|return \[f\"DROP TRIGGER IF EXISTS|"
+                         r"_run\(\{\"sqlite\": sqlite_backward)")
+    assert [hit for hit in found if not allowed.match(hit)] == []
