@@ -22,8 +22,8 @@ from gedweb.lib.substantive import is_substantive
 from governance import services
 from governance.models import ContextDelivery, WorkItem
 from governance.standards import standards_markdown
-from memory.documents import adr_paths, document_current
-from memory.models import MemoryEntry, Project
+from memory.documents import document_current
+from memory.models import DocumentRevision, MemoryEntry, Project
 
 STANDARDS_LIMIT = 6_000
 DATA_LIMIT = 2_400
@@ -137,14 +137,21 @@ def _durable_sections(project: Project) -> list[Section]:
             framed.append(_framed(path, framing.DURABLE_DATA, file, document.content, DATA_LIMIT))
     # The most recently written ADRs, shown in file-name order: GedPi's "last
     # 8 by file name" would drop 0000-migrated-... for good (gap G-8).
-    adrs = [(path, document_current(project, path)) for path in adr_paths(project)]
-    recent = sorted(
-        (pair for pair in adrs if pair[1] is not None and is_substantive(pair[1].content)),
-        key=lambda pair: pair[1].created_at,
-    )[-MAX_ADRS:]
-    for path, document in sorted(recent, key=lambda pair: pair[0]):
-        framed.append(_framed(path, framing.DURABLE_DATA, f"docs/{path}", document.content,
-                              DATA_LIMIT))
+    # One query for the current revisions, newest first; reading stops at the
+    # MAX_ADRS-th substantive one, so 200 ADRs cost what 8 do.
+    recent: list[DocumentRevision] = []
+    newest_first = (
+        DocumentRevision.objects.for_project(project).filter(path__startswith="adr/")
+        .current().order_by("-created_at", "-path")
+    )
+    for document in newest_first.iterator(chunk_size=MAX_ADRS * 2):
+        if is_substantive(document.content):
+            recent.append(document)
+            if len(recent) == MAX_ADRS:
+                break
+    for document in sorted(recent, key=lambda row: row.path):
+        framed.append(_framed(document.path, framing.DURABLE_DATA, f"docs/{document.path}",
+                              document.content, DATA_LIMIT))
     memory = _recent_memory(project)
     if memory is not None:
         framed.append(_framed("Recent memory", framing.DURABLE_DATA,

@@ -180,3 +180,44 @@ def test_long_documents_are_clipped_at_gedpis_limits(api, alpha):
     context_frame = next(f for f in found if f["file"] == '"CONTEXT.md"')
     assert len(context_frame["content"]) == 2400 + 1
     assert context_frame["content"].endswith("\u2026")
+
+
+# --- ADR selection: the most recently written, shown in file-name order ------------------
+
+
+def _write_adr(project, number, content=None, expected_revision=None):
+    from memory.documents import document_put
+
+    document_put(project=project, path=f"adr/{number:04d}-decision.md", author="t",
+                 content=content or f"# ADR {number}\n\nDecision number {number}.\n",
+                 expected_revision=expected_revision)
+
+
+def _adr_files(api, project_id):
+    return [f["file"] for f in frames(_context(api, project_id).content.decode())
+            if f["file"].startswith('"docs/adr/')]
+
+
+def test_the_bundle_shows_the_eight_most_recently_written_adrs_in_file_name_order(api, alpha):
+    for number in range(1, 11):
+        _write_adr(alpha.project, number)
+    _write_adr(alpha.project, 2, "# ADR 2\n\nRevised decision.\n", expected_revision=1)
+    assert _adr_files(api, alpha.id) == [
+        f'"docs/adr/{number:04d}-decision.md"' for number in (2, 4, 5, 6, 7, 8, 9, 10)
+    ]
+
+
+@pytest.mark.parametrize("count", [2, 40])
+def test_the_bundle_reads_all_adrs_with_one_query(api, alpha, count):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for number in range(1, count + 1):
+        _write_adr(alpha.project, number)
+    _context(api, alpha.id)  # warm caches (token lookups etc.)
+    with CaptureQueriesContext(connection) as captured:
+        _context(api, alpha.id)
+    adr_queries = [q["sql"] for q in captured.captured_queries
+                   if "memory_documentrevision" in q["sql"]]
+    # PROJECT.md, CONTEXT.md and one query for the ADRs, whatever their number.
+    assert len(adr_queries) <= 3, adr_queries
