@@ -23,6 +23,24 @@ def search_words(text: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
 
+def fts_project_token(project_id: str) -> str:
+    """The SQLite FTS token of a project: ``p`` + hex of the id (migration memory/0007)."""
+    return "p" + project_id.encode().hex()
+
+
+def seq_order_key(searched: bool) -> str:
+    """What orders one project's entries by seq: ``seq``, or ``pk`` for a SQLite search.
+
+    Within one project ids grow with seq: both are assigned under the project's
+    write lock, and entries are never updated or deleted. Ordering a SQLite
+    full-text search by id lets SQLite walk the FTS match list in rowid order
+    and stop at the page size; ordered by seq it walks the project's whole
+    (project, seq) index and probes every row, which for a rare word is the
+    whole project (docs/performance.md, observation 3).
+    """
+    return "pk" if searched and connection.vendor == "sqlite" else "seq"
+
+
 class ProjectQuerySet(models.QuerySet):
     def visible_to(self, user: Any) -> ProjectQuerySet:
         """Projects a signed-in person may read: all for superusers, else their memberships.
@@ -90,11 +108,13 @@ class EntryQuerySet(models.QuerySet):
             )
         )
 
-    def search(self, text: str) -> EntryQuerySet:
+    def search(self, text: str, *, project: Any = None) -> EntryQuerySet:
         """Entries whose content holds every word of text, through the full-text index.
 
-        SQLite answers from the FTS5 table memory_entry_fts (migration 0002)
-        and PostgreSQL from the GIN index on the stored column content_tsv,
+        SQLite answers from the FTS5 table memory_entry_fts (migrations 0002
+        and 0007); given the project, it asks the index for that project's
+        matches only (the project filter itself stays the caller's). PostgreSQL
+        answers from the GIN index on the stored column content_tsv,
         to_tsvector('simple', content) (migration 0004).
         """
         words = search_words(text)
@@ -107,14 +127,16 @@ class EntryQuerySet(models.QuerySet):
                 output_field=BooleanField(),
             )
         else:
-            match = " ".join('"' + word.replace('"', '""') + '"' for word in words)
+            phrases = " AND ".join('"' + word.replace('"', '""') + '"' for word in words)
             condition = RawSQL(
                 "memory_memoryentry.id IN"
                 " (SELECT rowid FROM memory_entry_fts WHERE memory_entry_fts MATCH %s)",
-                [match],
+                [f"project : {fts_project_token(project.pk)} AND content : ({phrases})"
+                 if project is not None else f"content : ({phrases})"],
                 output_field=BooleanField(),
             )
         return self.filter(condition)
+
 
     def distinct_values(self, project: Any, field: str, limit: int = 200) -> list[str]:
         """The project's distinct categories or sources, in order, one index probe each.
@@ -140,6 +162,11 @@ class EntryQuerySet(models.QuerySet):
         with connection.cursor() as cursor:
             cursor.execute(sql, [project_id, project_id, limit])
             return [row[0] for row in cursor.fetchall()]
+
+    def in_seq_order(self, *, descending: bool = False, searched: bool = False) -> EntryQuerySet:
+        """Order by seq; see seq_order_key() for full-text searches on SQLite."""
+        key = seq_order_key(searched)
+        return self.order_by(f"-{key}" if descending else key)
 
     def chain_rows(self) -> Iterator[dict[str, Any]]:
         """Every entry's chained fields plus its links, in seq order, streamed."""

@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from gedweb.lib.mirror import render_chunks, render_full
 from memory import documents
 from memory.models import Membership, MemoryEntry, Project
+from memory.querysets import seq_order_key
 from memory.validators import validate_category, validate_source
 
 PAGE_SIZE = 50
@@ -67,15 +68,17 @@ class Page:
 
 
 def keyset_page(rows: Any, key: str, before: int | None, after: int | None,
-                size: int) -> Page:
+                size: int, order: str | None = None) -> Page:
     """Newest-first keyset pagination on an indexed integer column; never OFFSET or COUNT.
 
     ``before=k`` shows the next ``size`` rows with key < k (older), ``after=k``
     the ``size`` rows with key > k nearest to it (newer). The opposite link
-    exists whenever a cursor brought the reader here.
+    exists whenever a cursor brought the reader here. ``order`` names another
+    column that sorts the rows exactly as ``key`` does (see seq_order_key).
     """
+    order = order or key
     if after is not None:
-        chunk = list(rows.filter(**{f"{key}__gt": after}).order_by(key)[: size + 1])
+        chunk = list(rows.filter(**{f"{key}__gt": after}).order_by(order)[: size + 1])
         more = len(chunk) > size
         items = list(reversed(chunk[:size]))
         newer = getattr(items[0], key) if more and items else None
@@ -83,7 +86,7 @@ def keyset_page(rows: Any, key: str, before: int | None, after: int | None,
         return Page(items, newer, older)
     if before is not None:
         rows = rows.filter(**{f"{key}__lt": before})
-    chunk = list(rows.order_by(f"-{key}")[: size + 1])
+    chunk = list(rows.order_by(f"-{order}")[: size + 1])
     items = chunk[:size]
     older = getattr(items[-1], key) if len(chunk) > size else None
     newer = (getattr(items[0], key) if items else before - 1) if before is not None else None
@@ -162,12 +165,13 @@ def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
     if source:
         entries = entries.filter(source=source)
     if query:
-        entries = entries.search(query)
+        entries = entries.search(query, project=project)
     entries = entries.with_links().annotate(corrects_seq=F("corrects__seq")).defer(
         "prev_hash", "hash", "idempotency_key", "request_hash"
     )
     page = keyset_page(entries, "seq", _positive_int(request.GET.get("before")),
-                       _positive_int(request.GET.get("after")), PAGE_SIZE)
+                       _positive_int(request.GET.get("after")), PAGE_SIZE,
+                       order=seq_order_key(searched=bool(query)))
     filters = {k: v for k, v in (("category", category), ("source", source), ("q", query)) if v}
     return render(request, "memory/entry_list.html", {
         **project_context(request, project, "memory"),

@@ -141,6 +141,11 @@ def purge_append_only_tables() -> None:
         cursor.execute("DELETE FROM memory_memoryentry")
         for statement in triggers.SQLITE_FORWARD:
             cursor.execute(statement)
+        # 0002 recreated its own full-text table; 0007 replaces it (empty now).
+        for statement in importlib.import_module(
+            "memory.migrations.0007_fts_project_column"
+        ).SQLITE_FORWARD:
+            cursor.execute(statement)
         for table in (
             importlib.import_module("memory.migrations.0006_chain_checkpoint").TABLES
             + importlib.import_module("memory.migrations.0003_documents").TABLES

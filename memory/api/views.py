@@ -205,10 +205,10 @@ class EntryListView(ProjectAPIView):
         if "since" in query:
             entries = entries.filter(created_at__gte=query["since"])
         if "q" in query:
-            entries = entries.search(query["q"])
+            entries = entries.search(query["q"], project=self.project)
         if query["view"] == "current":
             entries = entries.current()
-        entries = entries.order_by("seq" if query["order"] == "asc" else "-seq")
+        entries = entries.in_seq_order(descending=query["order"] == "desc", searched="q" in query)
         limit = query["limit"]
         items, next_cursor = _page(list(entries.with_links()[: limit + 1]), limit)
         return Response({"items": [e.as_dict() for e in items], "next_cursor": next_cursor})

@@ -37,3 +37,69 @@ def test_search_uses_the_full_text_index(alpha):
     else:
         plan = _plan(found)
         assert "VIRTUAL TABLE INDEX" in plan and "memory_entry_fts" in plan
+
+
+def test_within_a_project_ids_grow_with_seq(alpha, beta):
+    # seq_order_key() relies on it: a SQLite search is ordered by id.
+    for index in range(6):
+        order = (alpha.project, beta.project) if index % 2 else (beta.project, alpha.project)
+        for project in order:
+            services.memory_entry_create(project=project, author="t", category="note",
+                                         content=f"entry {index}")
+    for project in (alpha.project, beta.project):
+        rows = MemoryEntry.objects.for_project(project)
+        assert list(rows.order_by("pk").values_list("seq", flat=True)) == list(range(1, 7))
+
+
+def test_a_search_page_is_ordered_by_seq_on_both_databases(alpha, beta):
+    for index in range(1, 8):
+        services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                     content=f"kestrel {index}")
+        services.memory_entry_create(project=beta.project, author="t", category="note",
+                                     content=f"kestrel elsewhere {index}")
+    found = MemoryEntry.objects.for_project(alpha.project).search("kestrel",
+                                                                   project=alpha.project)
+    ascending = [e.seq for e in found.in_seq_order(searched=True)]
+    descending = [e.seq for e in found.in_seq_order(descending=True, searched=True)]
+    assert ascending == list(range(1, 8))
+    assert descending == list(range(7, 0, -1))
+
+
+def test_a_sqlite_search_page_walks_the_match_list_not_the_project(alpha):
+    if connection.vendor != "sqlite":
+        return
+    services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                 content="a rare quetzal")
+    page = (MemoryEntry.objects.for_project(alpha.project)
+            .search("quetzal", project=alpha.project)
+            .in_seq_order(descending=True, searched=True)[:101])
+    plan = _plan(page)
+    # Ordered by id, the rows come out of the FTS match list in rowid order:
+    # no walk of the (project, seq) index and no sort of the matches.
+    assert "memory_entry_fts" in plan
+    assert "USE TEMP B-TREE FOR ORDER BY" not in plan
+    assert "sqlite_autoindex_memory_memoryentry_2" not in plan
+
+
+def test_the_sqlite_index_answers_for_one_project_only(alpha, beta):
+    services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                 content="kestrel in alpha")
+    services.memory_entry_create(project=beta.project, author="t", category="note",
+                                 content="kestrel in beta")
+    # Without the outer project filter, the index alone must keep beta's entry out.
+    found = MemoryEntry.objects.search("kestrel", project=alpha.project)
+    assert [e.content for e in found] == (
+        ["kestrel in alpha"] if connection.vendor == "sqlite"
+        else ["kestrel in alpha", "kestrel in beta"]  # PostgreSQL: the caller filters
+    )
+
+
+def test_project_ids_with_separators_are_one_exact_token(make_project):
+    first, second = make_project("a-b"), make_project("a-b-c")
+    for project in (first, second):
+        services.memory_entry_create(project=project.project, author="t", category="note",
+                                     content=f"quetzal of {project.id}")
+    for project in (first, second):
+        found = MemoryEntry.objects.for_project(project.project).search(
+            "quetzal", project=project.project)
+        assert [e.content for e in found] == [f"quetzal of {project.id}"]
