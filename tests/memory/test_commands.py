@@ -13,7 +13,6 @@ import subprocess
 import sys
 from io import StringIO
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings as django_settings
@@ -23,6 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from memory import services
 from memory.models import MemoryEntry, Project, ProjectToken
 from tests.conftest import bearer_client, is_postgres
+from tests.subprocesses import subprocess_database_url
 
 
 def run(*args: str) -> str:
@@ -322,18 +322,6 @@ def test_memory_verify_of_an_unknown_project_is_refused(db):
 
 
 # --- as a real process ------------------------------------------------------------------
-
-
-def subprocess_database_url() -> str:
-    database = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return "sqlite:///" + str(Path(database["NAME"]).resolve())
-    credentials = quote(database["USER"] or "", safe="")
-    if database.get("PASSWORD"):
-        credentials += ":" + quote(database["PASSWORD"], safe="")
-    host = database["HOST"] or "127.0.0.1"
-    port = database["PORT"] or "5432"
-    return f"postgres://{credentials}@{host}:{port}/{quote(database['NAME'], safe='')}"
 
 
 def manage(memory_root: Path, *args: str) -> subprocess.CompletedProcess:

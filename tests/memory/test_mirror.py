@@ -15,16 +15,15 @@ import subprocess
 import sys
 from io import StringIO
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
-from django.db import connection
 
 from gedweb.lib.mirror import render_full
 from memory import mirror, services
 from memory.models import MemoryEntry
+from tests.subprocesses import subprocess_database_url
 
 VARIED_CONTENT = [
     "plain decision",
@@ -476,19 +475,6 @@ def test_follow_once_catches_up_a_mirror_that_fell_behind(alpha, append, setting
 
 
 # --- crashes: a child process SIGKILLed at each failpoint ---------------------------------
-
-
-def subprocess_database_url() -> str:
-    """A DATABASE_URL naming the database this test runs against."""
-    database = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return "sqlite:///" + str(Path(database["NAME"]).resolve())
-    credentials = quote(database["USER"] or "", safe="")
-    if database.get("PASSWORD"):
-        credentials += ":" + quote(database["PASSWORD"], safe="")
-    host = database["HOST"] or "127.0.0.1"
-    port = database["PORT"] or "5432"
-    return f"postgres://{credentials}@{host}:{port}/{quote(database['NAME'], safe='')}"
 
 
 def manage(

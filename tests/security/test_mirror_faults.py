@@ -44,7 +44,7 @@ from django.core.management import CommandError, call_command
 from gedweb.lib.mirror import render_full
 from memory import mirror, services
 from memory.models import MemoryEntry
-from tests.memory.test_mirror import subprocess_database_url
+from tests.subprocesses import subprocess_database_url
 
 PROJECT = "faulty"
 
