@@ -148,12 +148,16 @@ if not _db.get("ENGINE"):
         "DATABASE_URL must be a database URL such as sqlite:///path or postgres://user@host/name"
     )
 if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's backend plus a writer queue, so concurrent transactions hand
+    # the write lock over at once instead of sleeping in SQLite's busy
+    # handler (gedweb/db/sqlite3/base.py).
+    _db["ENGINE"] = "gedweb.db.sqlite3"
     Path(_db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     _db["OPTIONS"] = {
         # WAL lets readers run beside the single writer; synchronous=FULL makes
         # an acknowledged commit survive power loss. BEGIN IMMEDIATE takes the
-        # write lock up front, so concurrent appends queue on the busy timeout
-        # instead of failing with "database is locked" on lock upgrade.
+        # write lock up front (after the writer queue), so a transaction never
+        # fails with "database is locked" when a read would upgrade to a write.
         "init_command": (
             "PRAGMA journal_mode=WAL;PRAGMA synchronous=FULL;PRAGMA foreign_keys=ON"
         ),

@@ -16,10 +16,12 @@ import hashlib
 import logging
 import os
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -63,9 +65,11 @@ class SyncResult:
 def project_dir(project_id: str) -> Path:
     root = Path(settings.MEMORY_ROOT)
     directory = root / project_id
-    # Project ids match ^[a-z0-9-]+$, so this only guards against a
-    # directory that someone replaced with a symlink.
-    if directory.is_symlink() or directory.resolve().parent != root.resolve():
+    # Project ids match ^[a-z0-9-]+$: one path component, never "." or
+    # "..", so root / id names a child of root unless someone replaced it
+    # with a symlink. (Checked with one lstat; resolving both paths on
+    # every append cost more than the append's own file work.)
+    if os.sep in project_id or project_id in ("", ".", "..") or directory.is_symlink():
         raise MirrorPathError(f"{directory} is not a directory under {root}")
     return directory
 
@@ -236,6 +240,7 @@ def _append_rows(path: Path, rows: list[dict]) -> int:
             _write_all(fd, data)
             failpoint("mirror.append.written")
             os.fsync(fd)
+            _recent_blocks(path).note(os.fstat(fd), rows)
         except Exception:
             # A failed write or fsync (ENOSPC, EIO): bytes whose fsync did not
             # succeed are never trusted (fsyncgate). Cut the file back to its
@@ -266,19 +271,92 @@ def _sync_locked(project_id: str, path: Path) -> SyncResult:
     return SyncResult(project_id, appended=_append_after(project_id, path, seq), rebuilt=False)
 
 
-def sync_after_append(project_id: str, seq: int) -> SyncResult:
-    """sync() for the writer of entry ``seq``, in one query when the file is one behind.
+class _RecentBlocks:
+    """Blocks this process appended to one MEMORY.md and fsynced: a group commit.
+
+    When many threads of a process append to one project at once, each
+    one's after-commit sync used to queue for the mirror's file lock only
+    to find that the thread before it had already written its block (a
+    sync writes every committed entry the file lacks). A thread whose
+    block (seq and hash) is recorded here, for the same file (device and
+    inode) at no smaller size, returns without the lock, a read or a query.
+    Anything else (another process wrote it, the file was replaced or cut
+    short) takes the full path, which reads the file.
+    """
+
+    KEEP = 4096
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self._file: tuple[int, int, int] | None = None  # (st_dev, st_ino, st_size)
+        self._hashes: dict[int, str] = {}
+
+    def note(self, info: os.stat_result, rows: Sequence[dict[str, Any]]) -> None:
+        file = (info.st_dev, info.st_ino, info.st_size)
+        if self._file is None or self._file[:2] != file[:2]:
+            self._hashes.clear()
+        self._file = file
+        for row in rows:
+            self._hashes[int(row["seq"])] = row["hash"]
+        while len(self._hashes) > self.KEEP:
+            del self._hashes[next(iter(self._hashes))]
+
+    def holds(self, path: Path, row: dict[str, Any]) -> bool:
+        if self._file is None or self._hashes.get(int(row["seq"])) != row["hash"]:
+            return False
+        try:
+            info = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self._file[:2] and info.st_size >= self._file[2]
+
+
+_recent: dict[str, _RecentBlocks] = {}
+_recent_guard = threading.Lock()
+
+
+def _recent_blocks(path: Path) -> _RecentBlocks:
+    key = os.path.abspath(path)
+    with _recent_guard:
+        recent = _recent.get(key)
+        if recent is None:
+            recent = _recent[key] = _RecentBlocks()
+        return recent
+
+
+def sync_after_append(
+    project_id: str, seq: int, known_rows: Sequence[dict[str, Any]] = ()
+) -> SyncResult:
+    """sync() for the writer of entry ``seq``; see _sync_after_append.
+
+    Threads of one process take turns here, so that a thread whose block
+    the previous one already wrote (_RecentBlocks) need not touch the file.
+    """
+    path = project_dir(project_id) / MIRROR_NAME
+    recent = _recent_blocks(path)
+    with recent.guard:
+        if known_rows and known_rows[-1]["seq"] == seq and recent.holds(path, known_rows[-1]):
+            return SyncResult(project_id, appended=0, rebuilt=False)
+        return _sync_after_append(project_id, seq, known_rows)
+
+
+def _sync_after_append(
+    project_id: str, seq: int, known_rows: Sequence[dict[str, Any]] = ()
+) -> SyncResult:
+    """sync() for the writer of entry ``seq``, without a query when the file is one behind.
 
     The usual case: the file ends with entry seq - 1 (or already with seq,
-    when a concurrent writer got there first). One read of the entries from
-    seq - 1 on confirms the tail block byte for byte and gives the blocks to
-    append. Anything else takes the general path of sync().
+    when a concurrent writer got there first). The chain rows of seq - 1
+    and seq confirm the tail block byte for byte and give the block to
+    append; the writer passes them as ``known_rows`` (from the append's own
+    reads), otherwise one read of the entries from seq - 1 on fetches them.
+    Anything else takes the general path of sync().
     """
     with _locked(project_id) as directory:
         path = directory / MIRROR_NAME
         with _open_tail(project_id, path) as tail:
             if tail is not None:
-                rows = list(
+                rows = list(known_rows) or list(
                     MemoryEntry.objects.filter(project_id=project_id, seq__gte=max(seq - 1, 1))
                     .chain_rows()
                 )
@@ -337,13 +415,18 @@ def check(project: Project) -> bool:
         return False
 
 
-def after_commit(project_id: str, seq: int) -> None:
-    """Runs after entry ``seq`` commits: the entry is safe, so never raise from here."""
+def after_commit(
+    project_id: str, seq: int, known_rows: Sequence[dict[str, Any]] = ()
+) -> None:
+    """Runs after entry ``seq`` commits: the entry is safe, so never raise from here.
+
+    known_rows: the chain rows of seq - 1 (if any) and seq, see sync_after_append.
+    """
     if settings.MIRROR_WRITER != "inline":
         return
     failpoint("mirror.after_commit")
     try:
-        sync_after_append(project_id, seq)
+        sync_after_append(project_id, seq, known_rows)
     except Exception:
         # The record is committed; the next sync, `memory mirror --rebuild`
         # or the follower repairs the file from the database.

@@ -225,13 +225,11 @@ class MemoryEntry(models.Model):
             "source": self.source,
         }
 
-    def as_dict(self) -> dict[str, Any]:
-        """The entry as the API, the commands and the mirror show it."""
-        rows = getattr(self, "corrected_by_rows", None)
-        if rows is not None:
-            corrected_by = [row.uuid for row in rows]
-        else:
-            corrected_by = list(self.corrected_by.order_by("seq").values_list("uuid", flat=True))
+    def chain_row(self) -> dict[str, Any]:
+        """The chained fields with the entry's id and links: one mirror block's data.
+
+        The same dict as EntryQuerySet.chain_rows() yields for this entry.
+        """
         return {
             "id": str(self.uuid),
             "seq": self.seq,
@@ -244,8 +242,16 @@ class MemoryEntry(models.Model):
             "created_at": self.created_at_text,
             "prev_hash": self.prev_hash,
             "hash": self.hash,
-            "corrected_by": [str(value) for value in corrected_by],
         }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as the API, the commands and the mirror show it."""
+        rows = getattr(self, "corrected_by_rows", None)
+        if rows is not None:
+            corrected_by = [row.uuid for row in rows]
+        else:
+            corrected_by = list(self.corrected_by.order_by("seq").values_list("uuid", flat=True))
+        return {**self.chain_row(), "corrected_by": [str(value) for value in corrected_by]}
 
 
 class ChainCheckpoint(models.Model):

@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, models
 from django.db.models import BooleanField, Exists, F, OuterRef, Prefetch
 from django.db.models.expressions import RawSQL
+
+from gedweb.db.compiled import CompiledRead
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -168,57 +171,85 @@ class EntryQuerySet(models.QuerySet):
         key = seq_order_key(searched)
         return self.order_by(f"-{key}" if descending else key)
 
+    def _chain_values(self, order: str) -> models.QuerySet:
+        return (
+            self.order_by(order)
+            .annotate(corrects_uuid=F("corrects__uuid"))
+            .values_list(*_CHAIN_COLUMNS)
+        )
+
     def chain_rows(self) -> Iterator[dict[str, Any]]:
         """Every entry's chained fields plus its links, in seq order, streamed."""
-        from memory.models import format_timestamp
-
-        rows = (
-            self.order_by("seq")
-            .annotate(corrects_uuid=F("corrects__uuid"))
-            .values_list(
-                "uuid",
-                "seq",
-                "project_id",
-                "category",
-                "content",
-                "source",
-                "corrects_uuid",
-                "author",
-                "created_at",
-                "prev_hash",
-                "hash",
-            )
-        )
-        for (
-            entry_uuid,
-            seq,
-            project_id,
-            category,
-            content,
-            source,
-            corrects_uuid,
-            author,
-            created_at,
-            prev_hash,
-            entry_hash,
-        ) in rows.iterator(chunk_size=2000):
-            yield {
-                "id": str(entry_uuid),
-                "seq": seq,
-                "project_id": project_id,
-                "category": category,
-                "content": content,
-                "source": source,
-                "corrects": str(corrects_uuid) if corrects_uuid is not None else None,
-                "author": author,
-                "created_at": format_timestamp(created_at),
-                "prev_hash": prev_hash,
-                "hash": entry_hash,
-            }
+        for values in self._chain_values("seq").iterator(chunk_size=2000):
+            yield _chain_row(values)
 
     def head(self) -> dict[str, Any] | None:
         """seq, hash and created_at of the newest entry, from the (project, seq) index."""
         return self.order_by("-seq").values("seq", "hash", "created_at").first()
+
+
+
+_CHAIN_COLUMNS = (
+    "uuid",
+    "seq",
+    "project_id",
+    "category",
+    "content",
+    "source",
+    "corrects_uuid",
+    "author",
+    "created_at",
+    "prev_hash",
+    "hash",
+)
+
+
+def newest_chain_row(project_id: str) -> tuple[dict[str, Any], datetime] | None:
+    """The project's newest entry as chain_rows() gives it, and its created_at as a datetime.
+
+    One indexed read for the append: the row links the new entry and lets
+    the mirror writer confirm the file's last block without reading it
+    back. Compiled once (gedweb/db/compiled.py): it runs on every append.
+    """
+    values = _NEWEST_CHAIN_ROW.first(project_id=project_id)
+    if values is None:
+        return None
+    return _chain_row(tuple(values[name] for name in _CHAIN_COLUMNS)), values["created_at"]
+
+
+def _newest_chain_values(project_id: str) -> models.QuerySet:
+    from memory.models import MemoryEntry
+
+    return (
+        MemoryEntry.objects.filter(project_id=project_id)
+        .order_by("-seq")
+        .annotate(corrects_uuid=F("corrects__uuid"))
+        .values(*_CHAIN_COLUMNS)[:1]
+    )
+
+
+_NEWEST_CHAIN_ROW = CompiledRead(_newest_chain_values, "project_id")
+
+
+def _chain_row(values: tuple[Any, ...]) -> dict[str, Any]:
+    """A row of _CHAIN_COLUMNS in the form of MemoryEntry.chain_row()."""
+    from memory.models import format_timestamp
+
+    (entry_uuid, seq, project_id, category, content, source, corrects_uuid, author,
+     created_at, prev_hash, entry_hash) = values
+    return {
+        "id": str(entry_uuid),
+        "seq": seq,
+        "project_id": project_id,
+        "category": category,
+        "content": content,
+        "source": source,
+        "corrects": str(corrects_uuid) if corrects_uuid is not None else None,
+        "author": author,
+        "created_at": format_timestamp(created_at),
+        "prev_hash": prev_hash,
+        "hash": entry_hash,
+    }
 
 
 class ChainCheckpointQuerySet(models.QuerySet):

@@ -31,6 +31,7 @@ from memory.models import (
     format_timestamp,
     hash_token,
 )
+from memory.querysets import newest_chain_row
 from memory.validators import (
     collect_errors,
     validate_category,
@@ -149,6 +150,10 @@ def demo_project_ensure() -> Project:
 class AppendResult:
     entry: MemoryEntry
     replayed: bool
+    # The chain rows of the entry before it (when there is one) and of the
+    # entry itself: what the mirror writer needs to confirm the file's last
+    # block and append the new one without reading either back.
+    mirror_rows: tuple[dict[str, Any], ...] = ()
 
 
 def request_fingerprint(body: dict[str, Any]) -> str:
@@ -184,6 +189,11 @@ def _claim_idempotency_key(project: Project, key: str) -> None:
 
 
 def _lock_project(project: Project) -> None:
+    # On SQLite the transaction began with BEGIN IMMEDIATE (behind the
+    # writer queue of gedweb.db.sqlite3) and already holds the database's
+    # only write lock: a row lock would add a query and nothing else.
+    if connection.vendor == "sqlite":
+        return
     # NO KEY UPDATE serialises appends without blocking inserts that
     # merely reference the project (tokens, candidates).
     Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
@@ -208,9 +218,10 @@ def _append_locked(
     created_at is None for a new entry (now) and the original time for an
     import, kept as given even if an earlier seq carries a later time.
     """
-    entries = MemoryEntry.objects.for_project(project)
     if idempotency_key is not None:
-        earlier = entries.filter(idempotency_key=idempotency_key).first()
+        earlier = (
+            MemoryEntry.objects.for_project(project).filter(idempotency_key=idempotency_key).first()
+        )
         if earlier is not None:
             if earlier.request_hash != request_hash:
                 raise IdempotencyKeyReused(
@@ -219,32 +230,36 @@ def _append_locked(
             return AppendResult(earlier, replayed=True)
     corrected = None
     if corrects is not None:
-        corrected = entries.by_ref(corrects).only("id", "uuid").first()
+        corrected = (
+            MemoryEntry.objects.for_project(project).by_ref(corrects).only("id", "uuid").first()
+        )
         if corrected is None:
             raise ValidationError({"corrects": ["no entry with this id or seq in this project"]})
-    head = entries.head()
+    head = newest_chain_row(project.pk)
+    head_row, head_created_at = head if head is not None else (None, None)
     if created_at is None:
         created_at = timezone.now()
-        if head is not None and created_at < head["created_at"]:
+        if head_created_at is not None and created_at < head_created_at:
             # Keep created_at in seq order even if the wall clock steps back.
-            created_at = head["created_at"] + timedelta(microseconds=1)
+            created_at = head_created_at + timedelta(microseconds=1)
     entry = MemoryEntry(
         project=project,
-        seq=head["seq"] + 1 if head else 1,
+        seq=head_row["seq"] + 1 if head_row else 1,
         category=category,
         content=content,
         source=source,
         corrects=corrected,
         author=author,
         created_at=created_at,
-        prev_hash=head["hash"] if head else GENESIS_HASH,
+        prev_hash=head_row["hash"] if head_row else GENESIS_HASH,
         idempotency_key=idempotency_key,
         request_hash=request_hash if idempotency_key is not None else None,
     )
     entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
     entry.save(force_insert=True)
     entry.corrected_by_rows = []
-    return AppendResult(entry, replayed=False)
+    rows = (head_row, entry.chain_row()) if head_row else (entry.chain_row(),)
+    return AppendResult(entry, replayed=False, mirror_rows=rows)
 
 
 def memory_entry_create(
@@ -288,8 +303,8 @@ def memory_entry_create(
                 request_hash=request_hash,
             )
             if not result.replayed:
-                transaction.on_commit(
-                    partial(mirror.after_commit, project.pk, result.entry.seq))
+                transaction.on_commit(partial(
+                    mirror.after_commit, project.pk, result.entry.seq, result.mirror_rows))
                 if checkpoints.due(result.entry.seq, result.entry.seq):
                     transaction.on_commit(partial(
                         checkpoints.after_commit, project.pk, result.entry.seq,

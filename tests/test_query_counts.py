@@ -107,3 +107,25 @@ def test_the_revision_list_costs_the_same_for_2_and_20_revisions(make_project, c
         url = f"/v1/projects/{target.id}/work/{work.work_id}/governance/revisions"
         counts.append(_count(client_for(target.token), url))
     assert counts[0] == counts[1] <= 8
+
+
+def test_an_append_costs_the_token_lookup_the_chain_head_and_the_insert(make_project,
+                                                                          client_for):
+    # The hot path (docs/performance.md): the token query also brings the
+    # project, the head read gives the mirror writer the rows it needs, and
+    # on SQLite the writer lock of BEGIN IMMEDIATE replaces the row lock.
+    alpha = make_project("alpha")
+    client = client_for(alpha.token)
+    for n in range(3):
+        client.post(f"/v1/projects/{alpha.id}/memory", {"category": "note", "content": f"{n}"},
+                    format="json")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(f"/v1/projects/{alpha.id}/memory",
+                               {"category": "note", "content": "counted"}, format="json")
+    assert response.status_code == 201, response.content
+    statements = [query["sql"].split()[0].upper() for query in queries]
+    reads = ["SELECT", "SELECT"] if connection.vendor == "sqlite" else ["SELECT", "SELECT",
+                                                                        "SELECT"]
+    assert [s for s in statements if s in ("SELECT", "INSERT", "UPDATE", "DELETE")] == [
+        *reads, "INSERT"]
+    assert "memory_projecttoken" in queries[0]["sql"] and "memory_project" in queries[0]["sql"]

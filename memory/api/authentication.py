@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from memory.models import ProjectToken, hash_token
+from gedweb.db.compiled import CompiledRead
+from memory.models import Project, ProjectToken, hash_token
 
 ADMIN_AUTHOR = "admin"
 
@@ -23,6 +25,9 @@ class Principal:
     name: str
     project_id: str | None = None
     token_id: int | None = None
+    # A project token's project, read in the same query as the token, so a
+    # request under /v1/projects/{id}/ need not fetch it again.
+    project: Project | None = field(default=None, compare=False, repr=False)
 
     is_authenticated = True
 
@@ -46,17 +51,32 @@ def _admin_token_matches(raw: str) -> bool:
 def principal_for_token(raw: str) -> Principal | None:
     if _admin_token_matches(raw):
         return Principal(kind="admin", name=ADMIN_AUTHOR)
-    token = (
-        ProjectToken.objects.active()
-        .filter(token_hash=hash_token(raw))
-        .values("id", "name", "project_id", "token_hash")
-        .first()
-    )
-    if token is None or not hmac.compare_digest(token["token_hash"], hash_token(raw)):
+    digest = hash_token(raw)
+    token = _ACTIVE_TOKEN.first(token_hash=digest)
+    if token is None or not hmac.compare_digest(token["token_hash"], digest):
         return None
-    return Principal(
-        kind="project", name=token["name"], project_id=token["project_id"], token_id=token["id"]
+    project = Project.from_db(
+        DEFAULT_DB_ALIAS,
+        ["id", "name", "created_at"],
+        [token["project_id"], token["project__name"], token["project__created_at"]],
     )
+    return Principal(
+        kind="project",
+        name=token["name"],
+        project_id=token["project_id"],
+        token_id=token["id"],
+        project=project,
+    )
+
+
+# Every API request runs this lookup; compiled once, it costs a query, not
+# a query plus the ORM's work of building it (gedweb/db/compiled.py).
+_ACTIVE_TOKEN = CompiledRead(
+    lambda token_hash: ProjectToken.objects.active()
+    .filter(token_hash=token_hash)
+    .values("id", "name", "project_id", "token_hash", "project__name", "project__created_at")[:1],
+    "token_hash",
+)
 
 
 class BearerTokenAuthentication(BaseAuthentication):

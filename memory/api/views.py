@@ -63,7 +63,9 @@ class ProjectAPIView(APIView):
         project_id = kwargs["project_id"]
         if not principal.covers(project_id):
             raise Http404
-        project = Project.objects.filter(pk=project_id).first()
+        project = principal.project
+        if project is None:
+            project = Project.objects.filter(pk=project_id).first()
         if project is None:
             raise Http404
         self.project = project

@@ -677,3 +677,92 @@ def test_the_writer_repairs_tail_damage(mirrored, damage, append, settings):
     append(mirrored.project, "after the damage")
     mirror.sync_after_append("alpha", 6)
     assert_mirror_exact(mirrored.project)
+
+
+def test_the_writer_needs_no_query_when_the_append_passes_its_rows(
+    alpha, append, settings, django_assert_num_queries
+):
+    append(alpha.project, "one")
+    settings.MIRROR_WRITER = "follower"
+    result = services.memory_entry_create(
+        project=alpha.project, author="ana", category="decision", content="two")
+    assert [row["seq"] for row in result.mirror_rows] == [1, 2]
+    with django_assert_num_queries(0):
+        synced = mirror.sync_after_append("alpha", 2, result.mirror_rows)
+    assert synced == mirror.SyncResult("alpha", appended=1, rebuilt=False)
+    assert_mirror_exact(alpha.project)
+
+
+@pytest.mark.parametrize("damage", TAIL_DAMAGE)
+def test_rows_passed_by_the_append_do_not_hide_tail_damage(mirrored, damage, settings):
+    damage(mirror.mirror_path(mirrored.id))
+    settings.MIRROR_WRITER = "follower"
+    result = services.memory_entry_create(
+        project=mirrored.project, author="ana", category="decision", content="after")
+    mirror.sync_after_append("alpha", result.entry.seq, result.mirror_rows)
+    assert_mirror_exact(mirrored.project)
+
+
+# --- group commit: blocks this process already wrote ------------------------------
+
+
+def _synced_entry(project, content, settings):
+    settings.MIRROR_WRITER = "follower"
+    result = services.memory_entry_create(
+        project=project, author="ana", category="decision", content=content)
+    return result
+
+
+def test_a_block_this_process_wrote_is_not_written_or_read_again(
+    alpha, append, settings, django_assert_num_queries
+):
+    append(alpha.project, "one")
+    first = _synced_entry(alpha.project, "two", settings)
+    second = _synced_entry(alpha.project, "three", settings)
+    # The writer of seq 3 gets there first and writes seq 2's block as well.
+    assert mirror.sync_after_append("alpha", 3, second.mirror_rows).appended == 2
+    before = file_bytes(alpha.project)
+    with django_assert_num_queries(0):
+        result = mirror.sync_after_append("alpha", 2, first.mirror_rows)
+    assert result == mirror.SyncResult("alpha", appended=0, rebuilt=False)
+    assert file_bytes(alpha.project) == before
+    assert_mirror_exact(alpha.project)
+
+
+def test_a_rebuilt_file_is_read_again_not_trusted_from_memory(alpha, append, settings):
+    append(alpha.project, "one")
+    first = _synced_entry(alpha.project, "two", settings)
+    mirror.sync_after_append("alpha", 2, first.mirror_rows)
+    # Replaced (a new inode) with a file that lacks seq 2: the block must be written again.
+    path = mirror.mirror_path("alpha")
+    shortened = path.read_bytes()[: path.read_bytes().index(b"\n## 2 ")]
+    replacement = path.with_name("replacement")
+    replacement.write_bytes(shortened)
+    os.replace(replacement, path)
+    assert mirror.sync_after_append("alpha", 2, first.mirror_rows).appended == 1
+    assert_mirror_exact(alpha.project)
+
+
+def test_a_file_cut_short_in_place_is_read_again(alpha, append, settings):
+    append(alpha.project, "one")
+    first = _synced_entry(alpha.project, "two", settings)
+    mirror.sync_after_append("alpha", 2, first.mirror_rows)
+    path = mirror.mirror_path("alpha")
+    data = path.read_bytes()
+    os.truncate(path, data.index(b"\n## 2 "))  # same inode, smaller
+    assert mirror.sync_after_append("alpha", 2, first.mirror_rows).appended == 1
+    assert_mirror_exact(alpha.project)
+
+
+def test_a_block_with_another_hash_at_the_same_seq_is_not_taken_for_it(
+    alpha, append, settings
+):
+    append(alpha.project, "one")
+    first = _synced_entry(alpha.project, "two", settings)
+    mirror.sync_after_append("alpha", 2, first.mirror_rows)
+    forged = tuple({**row, "hash": "f" * 64} if row["seq"] == 2 else row
+                   for row in first.mirror_rows)
+    path = mirror.mirror_path("alpha")
+    recent = mirror._recent_blocks(path)
+    assert recent.holds(path, first.mirror_rows[-1])
+    assert not recent.holds(path, forged[-1])

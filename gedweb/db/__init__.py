@@ -1,0 +1,1 @@
+"""Database backends: SQLite with a writer queue (gedweb.db.sqlite3)."""

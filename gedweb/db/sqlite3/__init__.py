@@ -1,0 +1,1 @@
+"""SQLite for GedWeb: Django's backend plus a fair writer queue; see base.py."""

@@ -1,0 +1,104 @@
+"""CompiledRead (gedweb/db/compiled.py): the ORM's SQL, compiled once, with the ORM's results."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from django.db import connections
+
+from gedweb.db.compiled import CompiledRead
+from memory import services
+from memory.models import MemoryEntry, ProjectToken, hash_token
+from memory.querysets import newest_chain_row
+
+
+def _newest(project_id):
+    return (
+        MemoryEntry.objects.filter(project_id=project_id)
+        .order_by("-seq")
+        .values("uuid", "seq", "created_at", "corrects__uuid")[:1]
+    )
+
+
+NEWEST = CompiledRead(_newest, "project_id")
+
+
+def test_it_returns_what_the_orm_returns_with_converted_types(make_project):
+    alpha = make_project("alpha")
+    first = services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                         content="one").entry
+    services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                 content="two", corrects=first.seq)
+    expected = _newest("alpha").get()
+    got = NEWEST.first(project_id="alpha")
+    assert got == expected
+    assert isinstance(got["uuid"], uuid.UUID) and got["corrects__uuid"] == first.uuid
+    assert got["created_at"].tzinfo is not None
+
+
+def test_each_call_uses_its_own_values_and_none_when_nothing_matches(make_project):
+    for name in ("alpha", "beta"):
+        target = make_project(name)
+        for n in range(3 if name == "alpha" else 5):
+            services.memory_entry_create(project=target.project, author="t", category="note",
+                                         content=f"{name} {n}")
+    assert NEWEST.first(project_id="alpha")["seq"] == 3
+    assert NEWEST.first(project_id="beta")["seq"] == 5
+    assert NEWEST.first(project_id="gamma") is None
+    # A value that looks like SQL is only ever a parameter.
+    assert NEWEST.first(project_id="alpha' OR '1'='1") is None
+
+
+def test_it_refuses_missing_or_unknown_parameters(db):
+    with pytest.raises(TypeError):
+        NEWEST.first()
+    with pytest.raises(TypeError):
+        NEWEST.first(project_id="alpha", seq="1")
+
+
+def test_a_builder_that_ignores_a_parameter_is_refused(db):
+    unused = CompiledRead(lambda project_id: MemoryEntry.objects.values("seq")[:1], "project_id")
+    with pytest.raises(ValueError, match="project_id"):
+        unused.first(project_id="alpha")
+
+
+def test_every_thread_runs_it_on_its_own_connection(live_db, make_project):
+    alpha = make_project("alpha")
+    services.memory_entry_create(project=alpha.project, author="t", category="note", content="x")
+    seen: list[tuple[int, object]] = []
+
+    def read() -> None:
+        try:
+            row = NEWEST.first(project_id="alpha")
+            seen.append((row["seq"], id(connections["default"])))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [seq for seq, _ in seen] == [1, 1, 1, 1]
+    assert len({conn for _, conn in seen}) == 4
+
+
+def test_the_token_lookup_and_the_chain_head_match_the_orm(make_project):
+    alpha = make_project("alpha")
+    assert newest_chain_row("alpha") is None
+    entry = services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                         content="head").entry
+    row, created_at = newest_chain_row("alpha")
+    assert row == next(MemoryEntry.objects.filter(pk=entry.pk).chain_rows()) == entry.chain_row()
+    assert created_at == MemoryEntry.objects.get(pk=entry.pk).created_at
+    from memory.api.authentication import principal_for_token
+
+    principal = principal_for_token(alpha.token)
+    token = ProjectToken.objects.get(token_hash=hash_token(alpha.token))
+    assert (principal.project_id, principal.token_id, principal.name) == (
+        "alpha", token.pk, token.name)
+    assert principal.project.as_dict() == alpha.project.as_dict()
+    services.project_token_revoke(project=alpha.project, name=token.name)
+    assert principal_for_token(alpha.token) is None
