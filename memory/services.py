@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from gedweb.db.compiled import CompiledRead
 from gedweb.exceptions import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
@@ -194,9 +195,19 @@ def _lock_project(project: Project) -> None:
     # only write lock: a row lock would add a query and nothing else.
     if connection.vendor == "sqlite":
         return
-    # NO KEY UPDATE serialises appends without blocking inserts that
-    # merely reference the project (tokens, candidates).
-    Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
+    if _PROJECT_ROW_LOCK.first(project_id=project.pk) is None:
+        raise Project.DoesNotExist(f"project {project.pk} does not exist")
+
+
+# NO KEY UPDATE serialises appends without blocking inserts that merely
+# reference the project (tokens, candidates). Compiled once: every append
+# on PostgreSQL takes it (gedweb/db/compiled.py).
+_PROJECT_ROW_LOCK = CompiledRead(
+    lambda project_id: Project.objects.select_for_update(no_key=True)
+    .filter(pk=project_id)
+    .values("id")[:1],
+    "project_id",
+)
 
 
 def _append_locked(
