@@ -1,13 +1,20 @@
-"""gunicorn settings for `make run`; HOST, PORT and WEB_CONCURRENCY override them."""
+"""gunicorn settings for `make run`; HOST, PORT, WEB_CONCURRENCY, GUNICORN_THREADS override them."""
 
 import os
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8787')}"
-# Threads share one process's connections; processes add CPU parallelism.
-# SQLite serialises writers itself (WAL + BEGIN IMMEDIATE + busy timeout).
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+# A request spends most of its time on the CPU in Python, so parallelism
+# comes from processes: threads of one process contend for the GIL, which
+# cost a third of the append throughput in `make bench` (2 x 8 threads:
+# 0.25 of the floor; 5 x 1: 0.31-0.37; docs/performance.md). gunicorn's
+# advice of 2 x CPUs + 1 workers keeps a core busy while another worker
+# waits on the database or an fsync. Writers queue for the SQLite writer
+# lock across processes (gedweb/db/sqlite3/base.py).
+workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * len(os.sched_getaffinity(0)) + 1)
+# gthread even with one thread: it keeps idle keep-alive connections in its
+# poller instead of tying the worker up with them.
 worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS", "8"))
+threads = int(os.environ.get("GUNICORN_THREADS") or 1)
 timeout = 60
 graceful_timeout = 20
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-") or None

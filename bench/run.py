@@ -40,6 +40,7 @@ import os
 import platform
 import random
 import re
+import runpy
 import secrets
 import shutil
 import signal
@@ -992,11 +993,13 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
         "HOST": "127.0.0.1",
         "PORT": str(port),
     })
+    gunicorn_config = runpy.run_path(str(REPO / "gunicorn.conf.py"))
     results["meta"] = machine_info(db)
     results["meta"]["server"] = {
         "command": "gunicorn --config gunicorn.conf.py --control-socket <tmp> gedweb.wsgi",
-        "workers": int(env.get("WEB_CONCURRENCY", "2")),
-        "threads": int(env.get("GUNICORN_THREADS", "8")),
+        # What the server's config file makes of this environment.
+        "workers": gunicorn_config["workers"],
+        "threads": gunicorn_config["threads"],
         "mirror_writer": "inline",
         "access_log": "off",
     }
