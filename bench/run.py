@@ -14,7 +14,8 @@ Everything runs on 127.0.0.1 with a fresh temporary database and mirror root
    the acknowledged seqs must be exactly 1..n.
 3. Single-client latency of appends, then of reads (newest 100, full-text
    search for a common and a rare word, one entry by seq) on a project
-   starting empty.
+   starting empty; then bench/layers.py splits an append's CPU time by
+   layer, in process, on the same database.
 4. Seed a project with --seed entries in a subprocess (bench/seed.py:
    bulk_create with a correct hash chain), time `manage.py memory mirror
    --rebuild --project` and an HTTP verify of the whole chain.
@@ -859,6 +860,12 @@ def print_report(results: dict[str, Any]) -> None:
     if cpu:
         out("server CPU ms per request, single client before seeding: " + ", ".join(
             f"{op} {cpu[op].get('server_cpu_ms_per_request', '-')}" for op in cpu))
+    layers = results.get("layers")
+    if layers:
+        out("")
+        out(f"append in process (no HTTP server): {layers['cpu_ms_per_append']} ms CPU, "
+            f"statements {' '.join(layers['statements'])}; per layer, ms:")
+        out("  " + ", ".join(f"{name} {ms}" for name, ms in layers["layers_ms"].items()))
     seed = results.get("seed")
     if seed:
         out("")
@@ -1060,6 +1067,15 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
             meter=meter,
         )
         results["latency"]["empty"] = single["bench-empty"]
+
+        log("time per layer of an append, in process (bench/layers.py, cProfile shares)")
+        proc = subprocess.run(
+            [PYTHON, str(HERE / "layers.py"), "--project", "bench-layers", "--appends", "1000"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=1200, check=False,
+        )
+        if proc.returncode != 0:
+            raise BenchError(f"layers failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        results["layers"] = json.loads(proc.stdout.strip().splitlines()[-1])
 
         if args.seed:
             n = args.seed
