@@ -18,7 +18,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,24 +324,83 @@ def _recent_blocks(path: Path) -> _RecentBlocks:
         return recent
 
 
+class Reservation:
+    """A writer's turn at the mirror, taken before its entry commits.
+
+    On PostgreSQL appends to a project commit in the order of its row lock,
+    but their writers used to reach the mirror's file lock in any order; one
+    that found the file past its predecessor's block took the general sync
+    (two more queries), and under load most did. Taken while the row lock is
+    held, the turns follow the commits, so each writer finds the file ending
+    with the block before its own. Same lock order as every other writer:
+    the process's guard (_RecentBlocks), then the file lock. Released after
+    the write, or when the transaction rolls back.
+    """
+
+    def __init__(self, project_id: str) -> None:
+        self.project_id = project_id
+        self.directory: Path | None = None
+        self._held = ExitStack()
+
+    def take(self) -> None:
+        path = project_dir(self.project_id) / MIRROR_NAME
+        self._held.enter_context(_recent_blocks(path).guard)
+        try:
+            self.directory = self._held.enter_context(_locked(self.project_id))
+        except BaseException:
+            self._held.close()
+            raise
+
+    def release(self) -> None:
+        self.directory = None
+        self._held.close()
+
+
+def reserve(project_id: str) -> Reservation | None:
+    """The mirror's turn for an entry about to commit; None when not inline or not possible.
+
+    Never raises: a mirror that cannot be locked is the after-commit
+    writer's to report, and must not fail the append.
+    """
+    if settings.MIRROR_WRITER != "inline":
+        return None
+    reservation = Reservation(project_id)
+    try:
+        reservation.take()
+    except (MirrorPathError, OSError):
+        return None
+    return reservation
+
+
 def sync_after_append(
-    project_id: str, seq: int, known_rows: Sequence[dict[str, Any]] = ()
+    project_id: str,
+    seq: int,
+    known_rows: Sequence[dict[str, Any]] = (),
+    reservation: Reservation | None = None,
 ) -> SyncResult:
-    """sync() for the writer of entry ``seq``; see _sync_after_append.
+    """sync() for the writer of entry ``seq``; see _sync_in.
 
     Threads of one process take turns here, so that a thread whose block
     the previous one already wrote (_RecentBlocks) need not touch the file.
+    With a reservation the turn is already ours; it is released here.
     """
+    if reservation is not None:
+        try:
+            if reservation.directory is not None:
+                return _sync_in(project_id, seq, known_rows, reservation.directory)
+        finally:
+            reservation.release()
     path = project_dir(project_id) / MIRROR_NAME
     recent = _recent_blocks(path)
     with recent.guard:
         if known_rows and known_rows[-1]["seq"] == seq and recent.holds(path, known_rows[-1]):
             return SyncResult(project_id, appended=0, rebuilt=False)
-        return _sync_after_append(project_id, seq, known_rows)
+        with _locked(project_id) as directory:
+            return _sync_in(project_id, seq, known_rows, directory)
 
 
-def _sync_after_append(
-    project_id: str, seq: int, known_rows: Sequence[dict[str, Any]] = ()
+def _sync_in(
+    project_id: str, seq: int, known_rows: Sequence[dict[str, Any]], directory: Path
 ) -> SyncResult:
     """sync() for the writer of entry ``seq``, without a query when the file is one behind.
 
@@ -350,26 +409,26 @@ def _sync_after_append(
     and seq confirm the tail block byte for byte and give the block to
     append; the writer passes them as ``known_rows`` (from the append's own
     reads), otherwise one read of the entries from seq - 1 on fetches them.
-    Anything else takes the general path of sync().
+    Anything else takes the general path of sync(). The caller holds the
+    mirror's lock on ``directory``.
     """
-    with _locked(project_id) as directory:
-        path = directory / MIRROR_NAME
-        with _open_tail(project_id, path) as tail:
-            if tail is not None:
-                rows = list(known_rows) or list(
-                    MemoryEntry.objects.filter(project_id=project_id, seq__gte=max(seq - 1, 1))
-                    .chain_rows()
-                )
-                for index, row in enumerate(rows):
-                    if tail.named == (str(row["id"]), row["hash"]) and tail.ends_with(row):
-                        tail_rows = rows[index + 1:]
-                        break
-                else:
-                    tail_rows = rows if tail.named is None and seq == 1 else None
-                if tail_rows is not None:
-                    return SyncResult(project_id, appended=_append_rows(path, tail_rows),
-                                      rebuilt=False)
-        return _sync_locked(project_id, path)
+    path = directory / MIRROR_NAME
+    with _open_tail(project_id, path) as tail:
+        if tail is not None:
+            rows = list(known_rows) or list(
+                MemoryEntry.objects.filter(project_id=project_id, seq__gte=max(seq - 1, 1))
+                .chain_rows()
+            )
+            for index, row in enumerate(rows):
+                if tail.named == (str(row["id"]), row["hash"]) and tail.ends_with(row):
+                    tail_rows = rows[index + 1:]
+                    break
+            else:
+                tail_rows = rows if tail.named is None and seq == 1 else None
+            if tail_rows is not None:
+                return SyncResult(project_id, appended=_append_rows(path, tail_rows),
+                                  rebuilt=False)
+    return _sync_locked(project_id, path)
 
 
 def rebuild(project: Project) -> None:
@@ -416,17 +475,21 @@ def check(project: Project) -> bool:
 
 
 def after_commit(
-    project_id: str, seq: int, known_rows: Sequence[dict[str, Any]] = ()
+    project_id: str,
+    seq: int,
+    known_rows: Sequence[dict[str, Any]] = (),
+    reservation: Reservation | None = None,
 ) -> None:
     """Runs after entry ``seq`` commits: the entry is safe, so never raise from here.
 
-    known_rows: the chain rows of seq - 1 (if any) and seq, see sync_after_append.
+    known_rows: the chain rows of seq - 1 (if any) and seq; reservation: the
+    turn taken before the commit (see sync_after_append).
     """
     if settings.MIRROR_WRITER != "inline":
         return
     failpoint("mirror.after_commit")
     try:
-        sync_after_append(project_id, seq, known_rows)
+        sync_after_append(project_id, seq, known_rows, reservation)
     except Exception:
         # The record is committed; the next sync, `memory mirror --rebuild`
         # or the follower repairs the file from the database.

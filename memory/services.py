@@ -298,6 +298,10 @@ def memory_entry_create(
             request_hash = request_fingerprint(
                 {"category": category, "content": content, "source": source, "corrects": corrects}
             )
+    # Only a transaction of our own commits here; inside a caller's, the
+    # mirror's turn would be held until that one ends.
+    outermost = not transaction.get_connection().in_atomic_block
+    reservation = None
     try:
         with transaction.atomic():
             if idempotency_key is not None:
@@ -314,14 +318,21 @@ def memory_entry_create(
                 request_hash=request_hash,
             )
             if not result.replayed:
+                if outermost and connection.vendor == "postgresql":
+                    # Under the row lock, so writers reach the mirror in commit order.
+                    reservation = mirror.reserve(project.pk)
                 transaction.on_commit(partial(
-                    mirror.after_commit, project.pk, result.entry.seq, result.mirror_rows))
+                    mirror.after_commit, project.pk, result.entry.seq, result.mirror_rows,
+                    reservation))
                 if checkpoints.due(result.entry.seq, result.entry.seq):
                     transaction.on_commit(partial(
                         checkpoints.after_commit, project.pk, result.entry.seq,
                         result.entry.hash))
     except IntegrityError:
         raise Conflict("another write to this project's memory won the race; retry") from None
+    finally:
+        if reservation is not None:
+            reservation.release()  # rolled back, or the writer released it already
     return result
 
 

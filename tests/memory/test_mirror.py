@@ -766,3 +766,64 @@ def test_a_block_with_another_hash_at_the_same_seq_is_not_taken_for_it(
     recent = mirror._recent_blocks(path)
     assert recent.holds(path, first.mirror_rows[-1])
     assert not recent.holds(path, forged[-1])
+
+
+# --- the writer's turn, reserved before the commit (PostgreSQL appends) ------------
+
+
+def _lock_is_free(project_id: str) -> bool:
+    import fcntl
+
+    fd = os.open(mirror.project_dir(project_id) / mirror.LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_a_reservation_holds_the_mirror_lock_until_released(alpha, append):
+    append(alpha.project, "one")
+    reservation = mirror.reserve("alpha")
+    assert reservation is not None and reservation.directory is not None
+    assert not _lock_is_free("alpha")
+    reservation.release()
+    assert _lock_is_free("alpha")
+    reservation.release()  # a second release (rollback after the write) is harmless
+    assert _lock_is_free("alpha")
+
+
+def test_the_writer_with_a_reservation_appends_and_releases_it(alpha, append, settings):
+    append(alpha.project, "one")
+    settings.MIRROR_WRITER = "follower"
+    result = services.memory_entry_create(
+        project=alpha.project, author="ana", category="decision", content="two")
+    settings.MIRROR_WRITER = "inline"
+    reservation = mirror.reserve("alpha")
+    mirror.after_commit("alpha", 2, result.mirror_rows, reservation)
+    assert _lock_is_free("alpha")
+    assert_mirror_exact(alpha.project)
+
+
+def test_no_reservation_in_follower_mode_or_for_a_symlinked_directory(
+    alpha, settings, memory_root, tmp_path
+):
+    settings.MIRROR_WRITER = "follower"
+    assert mirror.reserve("alpha") is None
+    settings.MIRROR_WRITER = "inline"
+    memory_root.mkdir(parents=True, exist_ok=True)
+    (memory_root / "alpha").symlink_to(tmp_path)
+    assert mirror.reserve("alpha") is None
+
+
+def test_appends_in_their_own_transactions_leave_the_mirror_lock_free(live_db, make_project):
+    # On PostgreSQL these appends reserve the mirror's turn under the row
+    # lock; on SQLite they take it after the commit. Either way, free after.
+    target = make_project("turns")
+    for n in range(5):
+        services.memory_entry_create(project=target.project, author="ana",
+                                     category="decision", content=f"entry {n}")
+    assert _lock_is_free("turns")
+    assert mirror.check(target.project)
