@@ -61,7 +61,9 @@ def missing_work_id(work_id: str) -> str:
 
 def normalised(response: Any, *ids: str) -> tuple[int, str]:
     text = response.content.decode()
-    for value in ids:
+    # Longest first: a short id (a seq such as "4") must not cut into a
+    # longer one (a work id with a timestamp) before that one is replaced.
+    for value in sorted(ids, key=len, reverse=True):
         text = text.replace(value, "<id>")
     return response.status_code, text
 
