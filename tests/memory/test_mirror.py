@@ -729,27 +729,26 @@ def test_a_block_this_process_wrote_is_not_written_or_read_again(
     assert_mirror_exact(alpha.project)
 
 
-def test_a_rebuilt_file_is_read_again_not_trusted_from_memory(alpha, append, settings):
-    append(alpha.project, "one")
-    first = _synced_entry(alpha.project, "two", settings)
-    mirror.sync_after_append("alpha", 2, first.mirror_rows)
-    # Replaced (a new inode) with a file that lacks seq 2: the block must be written again.
-    path = mirror.mirror_path("alpha")
-    shortened = path.read_bytes()[: path.read_bytes().index(b"\n## 2 ")]
+def _replace_without_last_block(path):
+    # A new inode (as a rebuild's rename makes) holding the file up to seq 2.
     replacement = path.with_name("replacement")
-    replacement.write_bytes(shortened)
+    replacement.write_bytes(path.read_bytes()[: path.read_bytes().index(b"\n## 2 ")])
     os.replace(replacement, path)
-    assert mirror.sync_after_append("alpha", 2, first.mirror_rows).appended == 1
-    assert_mirror_exact(alpha.project)
 
 
-def test_a_file_cut_short_in_place_is_read_again(alpha, append, settings):
+def _cut_last_block_in_place(path):
+    os.truncate(path, path.read_bytes().index(b"\n## 2 "))  # same inode, smaller
+
+
+@pytest.mark.parametrize("lose_block", [_replace_without_last_block, _cut_last_block_in_place],
+                         ids=["replaced", "cut-in-place"])
+def test_a_file_that_lost_a_block_this_process_wrote_is_read_again(
+    alpha, append, settings, lose_block
+):
     append(alpha.project, "one")
     first = _synced_entry(alpha.project, "two", settings)
     mirror.sync_after_append("alpha", 2, first.mirror_rows)
-    path = mirror.mirror_path("alpha")
-    data = path.read_bytes()
-    os.truncate(path, data.index(b"\n## 2 "))  # same inode, smaller
+    lose_block(mirror.mirror_path("alpha"))
     assert mirror.sync_after_append("alpha", 2, first.mirror_rows).appended == 1
     assert_mirror_exact(alpha.project)
 
