@@ -19,6 +19,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +106,19 @@ class LiveGunicorn:
     def drop_database(self) -> None:
         if self.engine == "postgresql":
             _pg_admin(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+
+    @classmethod
+    @contextmanager
+    def running(cls, tmp: Path, **extra_env: str) -> Iterator[LiveGunicorn]:
+        """A server on its own migrated database, stopped and dropped afterwards."""
+        server = cls(tmp, **extra_env)
+        server.create_database()
+        try:
+            server.start()
+            yield server
+        finally:
+            server.stop()
+            server.drop_database()
 
     def start(self, **extra_env: str) -> None:
         assert self.proc is None or self.proc.poll() is not None

@@ -16,11 +16,10 @@ import pytest
 from django.apps import apps
 from drf_spectacular.generators import SchemaGenerator
 
-from governance.standards import standards_import_submit
 from memory import services
 from memory.models import MemoryEntry
 from tests.conftest import ADMIN_TOKEN, bearer_client
-from tests.governance.support import PLANNED, open_work
+from tests.security.targets import project_with_everything
 
 MIB = 1024 * 1024
 ADMIN_OPERATIONS = frozenset(
@@ -81,31 +80,10 @@ def row_counts() -> dict[str, list[str]]:
 @pytest.fixture
 def target(db: None) -> dict[str, Any]:
     """A project with a work item, entry, candidate and standards import to aim at."""
-    project, token = services.project_create(project_id="target", name="Target")
-    work = open_work(project, PLANNED)
-    entry = services.memory_entry_create(
-        project=project, author="cli", category="decision", content="seed"
-    ).entry
-    candidate = services.candidate_create(
-        project=project, author="cli", category="note", content="pending"
-    )
-    standards, _ = standards_import_submit(
-        project=project, path="AGENTS.md", content="# Rules\n\nBe careful.\n", author="cli"
-    )
+    token, params = project_with_everything("target", "Target")
     return {
         "token": token,
-        "params": {
-            "project_id": "target",
-            "work_id": work.work_id,
-            "ref": str(entry.uuid),
-            "candidate_id": str(candidate.uuid),
-            "import_id": str(standards.pk),
-            "path": "CONTEXT.md",
-            "name": "SPEC.md",
-            "task_id": "T1",
-            "session_id": "s1",
-            "pending_id": "p1",
-        },
+        "params": {**params, "import_id": str(params["import_id"]), "name": "SPEC.md"},
     }
 
 

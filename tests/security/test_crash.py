@@ -41,14 +41,8 @@ PROJECT = "crash"
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGunicorn]:
-    server = LiveGunicorn(tmp_path_factory.mktemp("crash"))
-    server.create_database()
-    try:
-        server.start()
+    with LiveGunicorn.running(tmp_path_factory.mktemp("crash")) as server:
         yield server
-    finally:
-        server.stop()
-        server.drop_database()
 
 
 def stored_by_key(live: LiveGunicorn, project: str) -> dict[str, list[tuple[str, int, str]]]:

@@ -40,14 +40,8 @@ CONVERGE_WITHIN = 15.0
 
 @pytest.fixture
 def live(tmp_path) -> Iterator[LiveGunicorn]:
-    server = LiveGunicorn(tmp_path)
-    server.create_database()
-    try:
-        server.start()
+    with LiveGunicorn.running(tmp_path) as server:
         yield server
-    finally:
-        server.stop()
-        server.drop_database()
 
 
 class Load:

@@ -46,10 +46,8 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from governance.standards import standards_import_submit
-from memory import services
 from tests.conftest import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
-from tests.governance.support import PLANNED, open_work
+from tests.security.targets import project_with_everything
 
 PROJECT = "fuzz"
 MAX_EXAMPLES = 25
@@ -115,32 +113,10 @@ def in_process_requests() -> Iterator[None]:
 def fuzz_target(in_process_requests: None, db: None, settings: Any) -> dict[str, Any]:
     """A project with one of everything a path parameter can name, and its token."""
     settings.MEMORY_WRITE_TOKEN = MEMORY_WRITE_TOKEN
-    project, token = services.project_create(project_id=PROJECT, name="Fuzz")
-    work = open_work(project, PLANNED)
-    entry = services.memory_entry_create(
-        project=project, author="cli", category="decision", content="seed"
-    ).entry
-    candidate = services.candidate_create(
-        project=project, author="cli", category="note", content="pending"
-    )
-    standards, _ = standards_import_submit(
-        project=project, path="AGENTS.md", content="# Rules\n\nBe careful.\n", author="cli"
-    )
+    token, params = project_with_everything(PROJECT, "Fuzz")
     return {
         "token": token,
-        "path_parameters": {
-            "project_id": PROJECT,
-            "work_id": work.work_id,
-            "ref": str(entry.uuid),
-            "candidate_id": str(candidate.uuid),
-            "import_id": standards.pk,
-            "path": "CONTEXT.md",
-            "name": "review",
-            "task_id": "T1",
-            "session_id": "s1",
-            "pending_id": "p1",
-            "number": 1,
-        },
+        "path_parameters": {**params, "name": "review", "number": 1},
     }
 
 
