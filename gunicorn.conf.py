@@ -22,5 +22,8 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-") or None
 # string keeps a token someone put in the URL out of the log.
 access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
 errorlog = "-"
-# Trust X-Forwarded-* only from the local reverse proxy.
-forwarded_allow_ips = "127.0.0.1"
+# X-Forwarded-Proto makes a request count as HTTPS only when it comes from a
+# reverse proxy the operator names (GEDWEB_TRUSTED_PROXIES, comma-separated
+# addresses; none by default), so a client cannot make a plain request look
+# secure. gedweb/settings.py checks the same variable.
+forwarded_allow_ips = os.environ.get("GEDWEB_TRUSTED_PROXIES", "").replace(" ", "")

@@ -6,13 +6,15 @@ ImproperlyConfigured at start instead of silently falling back to a default.
 
 from __future__ import annotations
 
+import ipaddress
 import os
-import secrets
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from gedweb import installation
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -43,14 +45,50 @@ def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def _addresses(name: str) -> list[str]:
+    """A comma-separated list of IP addresses or networks; anything else stops the start."""
+    values = [value.strip() for value in env.str(name, default="").split(",") if value.strip()]
+    for value in values:
+        try:
+            ipaddress.ip_network(value)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} must list IP addresses or networks, not {value!r}"
+            ) from None
+    return values
+
+
 PRODUCTION = _bool("GEDWEB_PRODUCTION", False)
 DEBUG = not PRODUCTION
 
+# The reverse proxies whose X-Forwarded-Proto and X-Forwarded-For are
+# believed; from any other client those headers mean nothing. gunicorn.conf.py
+# passes the same list to gunicorn's forwarded_allow_ips, which alone decides
+# whether a request came over HTTPS (request.is_secure()).
+TRUSTED_PROXIES = _addresses("GEDWEB_TRUSTED_PROXIES")
+
+# The installation's own files: the default SQLite database, the mirrors and,
+# in development, the secret key. 0700, since they hold every session key
+# and every project's memory (gedweb/installation.py).
+DATA_DIR = installation.private_directory(
+    Path(env.str("GEDWEB_DATA_DIR", default="./.data")).resolve()
+)
+
 ADMIN_TOKEN: str | None = env.str("GEDWEB_ADMIN_TOKEN", default="") or None
-MEMORY_WRITE_TOKEN: str | None = env.str("GEDWEB_MEMORY_WRITE_TOKEN", default="") or None
+MEMORY_WRITE_TOKEN: str | None = (
+    env.str("GEDWEB_MEMORY_WRITE_TOKEN", default="")
+    # Ferryman's name for the same boundary (contract section 9).
+    or env.str("FERRYMAN_MEMORY_WRITE_TOKEN", default="")
+    or None
+)
 MIRROR_WRITER = _choice("GEDWEB_MIRROR_WRITER", "inline", ("inline", "follower"))
-MEMORY_ROOT = Path(env.str("GEDWEB_MEMORY_ROOT", default="./.data/bridge-memory")).resolve()
+MEMORY_ROOT = Path(env.str("GEDWEB_MEMORY_ROOT", default=str(DATA_DIR / "bridge-memory"))).resolve()
 DEMO_PROJECT = _bool("GEDWEB_DEMO_PROJECT", not PRODUCTION)
+
+SECRET_KEY_FALLBACKS = [
+    key.strip() for key in env.str("DJANGO_SECRET_KEY_FALLBACKS", default="").split(",")
+    if key.strip()
+]
 
 if PRODUCTION:
     _missing = [
@@ -64,12 +102,17 @@ if PRODUCTION:
     ]
     if _missing:
         raise ImproperlyConfigured(f"production mode needs {', '.join(_missing)}")
-    for _name, _value in (
-        ("GEDWEB_ADMIN_TOKEN", ADMIN_TOKEN),
-        ("GEDWEB_MEMORY_WRITE_TOKEN", MEMORY_WRITE_TOKEN),
-    ):
-        if len(_value or "") < 32:
-            raise ImproperlyConfigured(f"{_name} must be at least 32 characters in production")
+    _problems = [
+        installation.secret_key_problem("DJANGO_SECRET_KEY", env.str("DJANGO_SECRET_KEY")),
+        *(
+            installation.secret_key_problem(f"DJANGO_SECRET_KEY_FALLBACKS[{index}]", key)
+            for index, key in enumerate(SECRET_KEY_FALLBACKS)
+        ),
+        installation.token_problem("GEDWEB_ADMIN_TOKEN", ADMIN_TOKEN or ""),
+        installation.token_problem("GEDWEB_MEMORY_WRITE_TOKEN", MEMORY_WRITE_TOKEN or ""),
+    ]
+    if any(_problems):
+        raise ImproperlyConfigured("; ".join(problem for problem in _problems if problem))
     if ADMIN_TOKEN == MEMORY_WRITE_TOKEN:
         raise ImproperlyConfigured(
             "GEDWEB_ADMIN_TOKEN and GEDWEB_MEMORY_WRITE_TOKEN must differ in production"
@@ -78,13 +121,13 @@ if PRODUCTION:
         raise ImproperlyConfigured("GEDWEB_DEMO_PROJECT cannot be enabled in production")
     SECRET_KEY = env.str("DJANGO_SECRET_KEY")
 else:
-    # A fresh key per start: development sessions do not survive a restart,
-    # and no secret is ever written into the repository.
-    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or secrets.token_urlsafe(50)
+    # One key per installation, kept in the data directory (0600) and read by
+    # every worker and command: sessions and checkpoints signed by one
+    # process verify in every other, and across restarts.
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or installation.installation_secret_key(
+        DATA_DIR
+    )
 
-# A key made up at start cannot authenticate chain checkpoints written by
-# another process or an earlier start, so none are taken with it.
-SECRET_KEY_EPHEMERAL = not PRODUCTION and not env.str("DJANGO_SECRET_KEY", default="")
 _checkpoint_every = env.str("GEDWEB_CHECKPOINT_EVERY", default="100").strip()
 if not (_checkpoint_every.isascii() and _checkpoint_every.isdigit()) or int(_checkpoint_every) < 1:
     raise ImproperlyConfigured(
@@ -140,7 +183,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.db("DATABASE_URL", default="sqlite:///./.data/gedweb.sqlite3")}
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'gedweb.sqlite3'}")}
 _db = DATABASES["default"]
 if not _db.get("ENGINE"):
     # django-environ returns an empty config for text it cannot parse.
@@ -152,7 +195,10 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # the write lock over at once instead of sleeping in SQLite's busy
     # handler (gedweb/db/sqlite3/base.py).
     _db["ENGINE"] = "gedweb.db.sqlite3"
-    Path(_db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    # Created private; an existing directory of the operator's choice is
+    # left as it is (the database files themselves are made 0600 by the
+    # backend).
+    Path(_db["NAME"]).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     _db["OPTIONS"] = {
         # WAL lets readers run beside the single writer; synchronous=FULL makes
         # an acknowledged commit survive power loss. BEGIN IMMEDIATE takes the
@@ -279,8 +325,10 @@ SECURE_CSP = {
 }
 
 if PRODUCTION:
-    # TLS is terminated by the reverse proxy in front of gunicorn.
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # TLS is terminated by the reverse proxy in front of gunicorn. There is
+    # no SECURE_PROXY_SSL_HEADER: Django would believe X-Forwarded-Proto from
+    # any client. gunicorn sets the scheme from it only for the proxies in
+    # GEDWEB_TRUSTED_PROXIES (gunicorn.conf.py).
     SECURE_SSL_REDIRECT = True
     SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
     SECURE_HSTS_SECONDS = 31536000

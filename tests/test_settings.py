@@ -6,9 +6,12 @@ because settings are read once per process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
+import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +47,7 @@ def start(
         "PYTHONDONTWRITEBYTECODE": "1",
         "DATABASE_URL": f"sqlite:///{tmp_path}/db/gedweb.sqlite3",
         "GEDWEB_MEMORY_ROOT": str(tmp_path / "bridge-memory"),
+        "GEDWEB_DATA_DIR": str(tmp_path / "data"),
     }
     env.update({name: value for name, value in variables.items() if value is not None})
     for name in [name for name, value in variables.items() if value is None]:
@@ -123,6 +127,34 @@ def test_production_refuses_equal_tokens(tmp_path):
     assert shared not in completed.stderr
 
 
+@pytest.mark.parametrize("weak", ["hunter2-pass", "x" * 64, "django-insecure-" + "a1b2c3d4" * 6])
+def test_production_refuses_a_secret_key_that_django_calls_weak(tmp_path, weak):
+    completed = start(tmp_path, **production(DJANGO_SECRET_KEY=weak))
+    assert_refused(completed, "DJANGO_SECRET_KEY", "W009")
+    assert weak not in completed.stderr
+
+
+def test_production_refuses_a_weak_fallback_key_naming_its_position(tmp_path):
+    fallbacks = f"{secrets.token_urlsafe(64)},secret"
+    completed = start(tmp_path, **production(DJANGO_SECRET_KEY_FALLBACKS=fallbacks))
+    assert_refused(completed, "DJANGO_SECRET_KEY_FALLBACKS[1]")
+
+
+@pytest.mark.parametrize("name", ["GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN"])
+@pytest.mark.parametrize("weak", ["a" * 36, "ab" * 20, "0123456" * 6,
+                                  "change-me-admin-token-0123456789"])
+def test_production_refuses_a_token_with_too_little_variety(tmp_path, name, weak):
+    completed = start(tmp_path, **production(**{name: weak}))
+    assert_refused(completed, name)
+    assert weak not in completed.stderr
+
+
+def test_production_names_every_weak_secret_at_once(tmp_path):
+    completed = start(tmp_path, **production(DJANGO_SECRET_KEY="secret",
+                                             GEDWEB_ADMIN_TOKEN="a" * 40))
+    assert_refused(completed, "DJANGO_SECRET_KEY", "GEDWEB_ADMIN_TOKEN")
+
+
 def test_production_refuses_the_demo_project(tmp_path):
     assert_refused(
         start(tmp_path, **production(GEDWEB_DEMO_PROJECT="true")), "GEDWEB_DEMO_PROJECT"
@@ -187,11 +219,105 @@ def test_development_defaults_have_debug_and_the_demo_project(tmp_path):
     assert shown["ADMIN_TOKEN"] is None
 
 
-def test_development_makes_a_fresh_secret_key_per_start(tmp_path):
-    first = json.loads(start(tmp_path, SHOW).stdout)
-    second = json.loads(start(tmp_path, SHOW).stdout)
-    assert first["SECRET_KEY"] != second["SECRET_KEY"]
-    assert first["SECRET_KEY_LENGTH"] >= 50
+def test_development_keeps_one_secret_key_per_installation(tmp_path):
+    first = start(tmp_path, SHOW, DJANGO_SECRET_KEY=None)
+    second = start(tmp_path, SHOW, DJANGO_SECRET_KEY=None)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["SECRET_KEY"] == json.loads(second.stdout)["SECRET_KEY"]
+    assert json.loads(first.stdout)["SECRET_KEY_LENGTH"] >= 50
+    key_file = tmp_path / "data" / "secret_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
+    assert hashlib.sha256(key_file.read_text().strip().encode()).hexdigest() == json.loads(
+        first.stdout
+    )["SECRET_KEY"]
+
+
+def test_another_data_directory_is_another_installation_with_its_own_key(tmp_path):
+    ours = json.loads(start(tmp_path, SHOW).stdout)["SECRET_KEY"]
+    theirs = json.loads(start(tmp_path, SHOW, GEDWEB_DATA_DIR=str(tmp_path / "other")).stdout)
+    assert theirs["SECRET_KEY"] != ours
+
+
+def test_concurrent_first_starts_agree_on_one_key(tmp_path):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONDONTWRITEBYTECODE": "1",
+           "DATABASE_URL": f"sqlite:///{tmp_path}/db/gedweb.sqlite3",
+           "GEDWEB_DATA_DIR": str(tmp_path / "data")}
+    starts = [
+        subprocess.Popen([sys.executable, "-c", SHOW], cwd=django_settings.BASE_DIR, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
+    keys = {json.loads(process.communicate(timeout=60)[0])["SECRET_KEY"] for process in starts}
+    assert len(keys) == 1
+    assert not [p for p in (tmp_path / "data").iterdir() if p.name != "secret_key"]
+
+
+def test_django_secret_key_wins_over_the_installation_key(tmp_path):
+    installation = json.loads(start(tmp_path, SHOW).stdout)["SECRET_KEY"]
+    given = secrets.token_urlsafe(64)
+    shown = json.loads(start(tmp_path, SHOW, DJANGO_SECRET_KEY=given).stdout)
+    assert shown["SECRET_KEY"] == hashlib.sha256(given.encode()).hexdigest() != installation
+
+
+def test_a_readable_data_directory_and_key_are_made_private(tmp_path):
+    start(tmp_path, SHOW)
+    os.chmod(tmp_path / "data", 0o755)
+    os.chmod(tmp_path / "data" / "secret_key", 0o644)
+    assert start(tmp_path, SHOW).returncode == 0
+    assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "data" / "secret_key").stat().st_mode) == 0o600
+
+
+def test_an_unusable_key_file_stops_the_start_naming_it(tmp_path):
+    (tmp_path / "data").mkdir(mode=0o700)
+    (tmp_path / "data" / "secret_key").write_text("short\n")
+    completed = start(tmp_path, SHOW)
+    assert_refused(completed, "secret_key", "usable secret key")
+
+
+def test_a_world_writable_data_directory_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    assert_refused(start(tmp_path, SHOW, GEDWEB_DATA_DIR=str(shared)), "shared directory")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777  # never narrowed
+
+
+def test_the_default_sqlite_database_is_private_with_its_wal_and_shm(tmp_path):
+    code = (SETUP + "; from django.db import connection;"
+            " connection.cursor().execute('CREATE TABLE t (x)');"
+            " connection.cursor().execute('INSERT INTO t VALUES (1)');"
+            " print(connection.settings_dict['NAME'])")
+    completed = start(tmp_path, code, DATABASE_URL=None)
+    assert completed.returncode == 0, completed.stderr
+    database = Path(completed.stdout.strip())
+    assert database.parent == tmp_path / "data"
+    assert database.exists()
+    for suffix in ("", "-wal", "-shm"):
+        path = Path(f"{database}{suffix}")
+        if path.exists():
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_an_existing_readable_database_is_made_private(tmp_path):
+    (tmp_path / "db").mkdir()
+    database = tmp_path / "db" / "gedweb.sqlite3"
+    sqlite3.connect(database).close()
+    os.chmod(database, 0o644)
+    completed = start(tmp_path, SETUP + "; from django.db import connection; connection.cursor()")
+    assert completed.returncode == 0, completed.stderr
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
+
+
+def test_ferryman_memory_write_token_is_an_alias(tmp_path):
+    code = ("import os; os.environ['DJANGO_SETTINGS_MODULE']='gedweb.settings';"
+            " from django.conf import settings as s; print(s.MEMORY_WRITE_TOKEN)")
+    completed = start(tmp_path, code, FERRYMAN_MEMORY_WRITE_TOKEN="from-ferryman")
+    assert completed.stdout.strip() == "from-ferryman"
+    both = start(tmp_path, code, FERRYMAN_MEMORY_WRITE_TOKEN="from-ferryman",
+                 GEDWEB_MEMORY_WRITE_TOKEN="ours")
+    assert both.stdout.strip() == "ours"
 
 
 def test_follower_is_an_accepted_mirror_writer(tmp_path):

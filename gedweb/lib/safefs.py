@@ -162,9 +162,9 @@ def make_dirs(root: Path, rel_dir: str | PurePosixPath) -> Path:
     return current
 
 
-def _write_temp(directory: Path, data: bytes) -> Path:
+def _write_temp(directory: Path, data: bytes, mode: int = 0o644) -> Path:
     temp = directory / f".gedweb-tmp-{uuid.uuid4().hex}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     try:
         view = memoryview(data)
         while view:
@@ -206,8 +206,10 @@ def atomic_write(root: Path, rel: str | PurePosixPath, data: bytes, *,
     fsync_dir(directory)
 
 
-def publish_exclusive(root: Path, rel: str | PurePosixPath, data: bytes) -> bool:
-    """Create ``rel`` with ``data`` only if it does not exist yet.
+def publish_exclusive(root: Path, rel: str | PurePosixPath, data: bytes, *,
+                      mode: int = 0o644) -> bool:
+    """Create ``rel`` with ``data`` (permission bits ``mode``, less the umask) only if it
+    does not exist yet.
 
     Returns True when this call created it, False when it already existed (the
     caller decides whether the existing bytes are acceptable). The file appears
@@ -216,7 +218,7 @@ def publish_exclusive(root: Path, rel: str | PurePosixPath, data: bytes) -> bool
     target = check(root, rel, WRITE)
     clean = normalize(rel, WRITE)
     directory = make_dirs(root, clean.parent) if clean.parent.parts else Path(root)
-    temp = _write_temp(directory, data)
+    temp = _write_temp(directory, data, mode)
     try:
         os.link(temp, target, follow_symlinks=False)
     except FileExistsError:

@@ -37,8 +37,12 @@ import os
 import threading
 import time
 
+from pathlib import Path
+
 from django.db import OperationalError
 from django.db.backends.sqlite3 import base
+
+from gedweb.installation import make_private
 
 FIRST_POLL_SECONDS = 0.0001
 LONGEST_POLL_SECONDS = 0.002
@@ -107,8 +111,30 @@ def writer_lock_for(database: str) -> WriterLock:
         return lock
 
 
+# SQLite gives a database's -wal and -shm files the permission bits of the
+# database file, so a database created 0600 keeps all three private.
+_DATABASE_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal", "-writer")
+
+
+def make_database_private(database: str) -> None:
+    """Create the database file 0600 if it is missing; take group/other bits off its files.
+
+    They hold session keys and every project's memory (docs/security.md).
+    """
+    fd = os.open(database, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.close(fd)
+    for suffix in _DATABASE_FILE_SUFFIXES:
+        make_private(Path(database + suffix))
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     _writer_lock: WriterLock | None = None
+
+    def get_new_connection(self, conn_params):  # type: ignore[no-untyped-def]
+        name = str(self.settings_dict["NAME"])
+        if name and not self.is_in_memory_db():
+            make_database_private(name)
+        return super().get_new_connection(conn_params)
 
     def _queue_for_writes(self) -> WriterLock | None:
         name = str(self.settings_dict["NAME"])

@@ -1,0 +1,127 @@
+"""One installation's secrets and data at rest: read by settings, before Django is set up.
+
+- **One secret key per installation.** Without ``DJANGO_SECRET_KEY``,
+  development keeps a key in ``<data directory>/secret_key``: made once, by
+  whichever process starts first, and read by every gunicorn worker and
+  every ``manage.py`` after it. A key per process would make a session
+  cookie valid only on the worker that issued it, and chain checkpoints
+  uncheckable by any other process.
+- **Private data.** The data directory is 0700 and the key file 0600: the
+  database beside them holds session keys and every project's memory.
+- **Production refuses weak secrets** at start, naming the variable: a
+  secret key that Django's own deploy check calls weak (``security.W009``,
+  ``W025`` for fallbacks), and a token with too little variety to be random
+  (``token_problem``; docs/configuration.md states the rule).
+
+Only the standard library, Django's exception and its deploy check's rule.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from django.core.checks.security.base import _check_secret_key as _django_accepts_secret_key
+from django.core.exceptions import ImproperlyConfigured
+
+from gedweb.lib import safefs
+
+SECRET_KEY_FILE = "secret_key"
+PRIVATE_DIRECTORY_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+# The token rule, for GEDWEB_ADMIN_TOKEN and GEDWEB_MEMORY_WRITE_TOKEN in
+# production. 32 characters of any random alphabet pass it in practice: a
+# random 32-character hex token has fewer than 8 distinct characters about
+# once in 10^8 draws; "aaaa...", "abab..." and short words repeated fail.
+TOKEN_MIN_LENGTH = 32
+TOKEN_MIN_DISTINCT = 8
+# README.md's example admin token: fine on a laptop, never in production.
+EXAMPLE_TOKENS = frozenset({"change-me-admin-token-0123456789"})
+
+
+def private_directory(path: Path) -> Path:
+    """Create ``path`` (and its parents) as needed and make it 0700 if it is ours.
+
+    A directory shared by everyone (world-writable, such as /tmp) is
+    refused rather than narrowed; one of another owner is left as its owner
+    set it, and files inside are still created 0600.
+    """
+    path.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise ImproperlyConfigured(f"{path} must be a directory")
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & (stat.S_IWOTH | stat.S_ISVTX):
+        raise ImproperlyConfigured(
+            f"{path} is a shared directory (mode {mode:o}); give GedWeb a directory of its own"
+        )
+    if info.st_uid == os.geteuid() and mode & 0o077:
+        os.chmod(path, mode & ~0o077)
+    return path
+
+
+def make_private(path: Path) -> None:
+    """Take group and other permissions off an existing file of ours (0644 -> 0600)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077:
+        os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
+
+
+def installation_secret_key(data_dir: Path) -> str:
+    """The key in ``data_dir/secret_key``, made on first use; the same for every process.
+
+    The first process writes a fresh key to a temporary file and hard-links
+    it into place (create-only), so concurrent starts agree on one key and
+    nobody ever reads a half-written one.
+    """
+    directory = private_directory(data_dir)
+    path = directory / SECRET_KEY_FILE
+    try:
+        data = safefs.read_bytes(directory, SECRET_KEY_FILE)
+        if data is None:
+            fresh = secrets.token_urlsafe(64).encode() + b"\n"
+            safefs.publish_exclusive(directory, SECRET_KEY_FILE, fresh, mode=PRIVATE_FILE_MODE)
+            data = safefs.read_bytes(directory, SECRET_KEY_FILE)
+        make_private(path)
+    except safefs.UnsafePath as exc:
+        raise ImproperlyConfigured(f"{path} must be a regular file: {exc}") from None
+    key = (data or b"").decode("ascii", errors="replace").strip()
+    if not _django_accepts_secret_key(key) or not key.isprintable():
+        raise ImproperlyConfigured(
+            f"{path} does not hold a usable secret key; remove it to have a new one made "
+            "(sessions and chain checkpoints signed with the old key stop verifying "
+            "unless it is kept in DJANGO_SECRET_KEY_FALLBACKS)"
+        )
+    return key
+
+
+def secret_key_problem(name: str, value: str) -> str | None:
+    """Why production refuses this SECRET_KEY (or fallback), as Django's deploy check does."""
+    if _django_accepts_secret_key(value):
+        return None
+    return (
+        f"{name} is weak (Django's security.W009): use at least 50 characters, 5 of them "
+        "different, not starting with 'django-insecure-'; for example "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(64))'"
+    )
+
+
+def token_problem(name: str, value: str) -> str | None:
+    """Why production refuses this bearer token: too short, or too little variety to be random."""
+    if len(value) < TOKEN_MIN_LENGTH:
+        return f"{name} must be at least {TOKEN_MIN_LENGTH} characters in production"
+    if value in EXAMPLE_TOKENS:
+        return f"{name} is the example from the README; make a random one"
+    if len(set(value)) < TOKEN_MIN_DISTINCT:
+        return (
+            f"{name} has fewer than {TOKEN_MIN_DISTINCT} different characters, too little "
+            "variety to be random; for example "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    return None
