@@ -537,3 +537,43 @@ def candidate_reject(*, project: Project, candidate: MemoryCandidate, by: str) -
         locked.resolved_by = by
         locked.save(update_fields=["status", "resolved_at", "resolved_by"])
     return locked
+
+
+# --- memberships -------------------------------------------------------------
+
+# Kept with the membership writes rather than in the import block above.
+from django.contrib.auth.models import AbstractBaseUser  # noqa: E402
+
+from memory.models import Membership  # noqa: E402
+
+
+def membership_set(
+    *, user: AbstractBaseUser, project: Project, role: str
+) -> tuple[Membership, bool]:
+    """Give ``user`` ``role`` in ``project``: a new membership or a changed role.
+
+    Returns the membership and whether anything was written; the same role
+    again writes nothing.
+    """
+    if role not in Membership.Role.values:
+        raise ValidationError({"role": [f"must be one of {', '.join(Membership.Role.values)}"]})
+    with transaction.atomic():
+        # The row lock orders two changes of one membership; get_or_create
+        # falls back to a read when a concurrent add wins the unique constraint.
+        membership, created = Membership.objects.select_for_update().get_or_create(
+            user=user, project=project, defaults={"role": role}
+        )
+        if created:
+            return membership, True
+        if membership.role == role:
+            return membership, False
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership, True
+
+
+def membership_remove(*, user: AbstractBaseUser, project: Project) -> int:
+    """Delete ``user``'s membership of ``project``; returns how many were deleted (0 or 1)."""
+    with transaction.atomic():
+        deleted, _ = Membership.objects.filter(user=user, project=project).delete()
+    return deleted
