@@ -85,8 +85,10 @@ class Command(GedWebCommand):
             # The new user and the membership commit together or not at all.
             if create:
                 member = self._create_user(user, password)
+            # Locked, so that the role reported as previous is the one replaced.
             previous = (
-                Membership.objects.filter(user=member, project=target)
+                Membership.objects.select_for_update()
+                .filter(user=member, project=target)
                 .values_list("role", flat=True)
                 .first()
             )
