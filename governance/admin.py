@@ -1,5 +1,6 @@
 """Operator admin: work items, governance history, skills and context deliveries are
-read-only; standards imports are accepted or rejected here."""
+read-only; standards imports are accepted or rejected here (on their page or in the
+list), scoped to the user's projects like memory's admin (memory.admin)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import CharField, F, QuerySet, Value
+from django.db.models.functions import Concat
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils.html import format_html
 
+import gedweb.admin  # noqa: F401  (the site's title and its index of pending decisions)
 from gedweb.exceptions import DomainError
 from governance import services, skills, standards
 from governance.models import (
@@ -25,13 +31,33 @@ from governance.models import (
     WorkFile,
     WorkItem,
 )
-from memory.admin import ReadOnlyAdmin, operator_name
+from memory.admin import ProjectFilter, ReadOnlyAdmin, operator_name, post_only_url
+
+
+def label(*parts: Any) -> Concat:
+    """A row's readable title, computed by the database (see ReadOnlyInline)."""
+    return Concat(*(Value(part) if isinstance(part, str) else part for part in parts),
+                  output_field=CharField())
 
 
 class ReadOnlyInline(admin.TabularInline):
+    """A read-only inline whose rows are titled by ``row_label``, not the model's str().
+
+    str() of these rows names the work item by its database id ("2 r5");
+    the template shows the annotated ``admin_label`` instead.
+    """
+
+    template = "admin/edit_inline/labelled_tabular.html"
     extra = 0
     can_delete = False
     show_change_link = True
+    row_label: tuple[Any, ...] = ()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        if self.row_label:
+            queryset = queryset.annotate(admin_label=label(*self.row_label))
+        return queryset
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -45,24 +71,27 @@ class RevisionInline(ReadOnlyInline):
     fields = ["revision", "operation", "author", "created_at", "evidence_count"]
     readonly_fields = fields
     ordering = ["-revision"]
+    row_label = ("revision ", F("revision"), " of ", F("work__work_id"))
 
 
 class EvidenceInline(ReadOnlyInline):
     model = EvidenceRecord
     fields = ["position", "evidence_id", "revision", "author", "created_at"]
     readonly_fields = fields
+    row_label = ("evidence ", F("evidence_id"), " of ", F("work__work_id"))
 
 
 class FileInline(ReadOnlyInline):
     model = WorkFile
     fields = ["name", "version", "author", "created_at"]
     readonly_fields = fields
+    row_label = (F("name"), " version ", F("version"), " of ", F("work__work_id"))
 
 
 @admin.register(WorkItem)
 class WorkItemAdmin(ReadOnlyAdmin):
     list_display = ["work_id", "project", "mode", "summary", "author", "created_at"]
-    list_filter = ["mode", "project"]
+    list_filter = ["mode", ("project", ProjectFilter)]
     list_select_related = ["project"]
     search_fields = ["work_id", "summary"]
     readonly_fields = ["project", "work_id", "summary", "mode", "created_at", "branch",
@@ -85,6 +114,7 @@ class WorkItemAdmin(ReadOnlyAdmin):
 
 @admin.register(GovernanceRevision)
 class GovernanceRevisionAdmin(ReadOnlyAdmin):
+    project_path = "work__project"
     list_display = ["work", "revision", "operation", "author", "created_at"]
     list_filter = ["operation"]
     list_select_related = ["work"]
@@ -101,6 +131,7 @@ class GovernanceRevisionAdmin(ReadOnlyAdmin):
 
 @admin.register(EvidenceRecord)
 class EvidenceRecordAdmin(ReadOnlyAdmin):
+    project_path = "work__project"
     list_display = ["work", "position", "evidence_id", "revision", "author", "created_at"]
     list_select_related = ["work"]
     search_fields = ["work__work_id", "evidence_id"]
@@ -108,6 +139,7 @@ class EvidenceRecordAdmin(ReadOnlyAdmin):
 
 @admin.register(WorkFile)
 class WorkFileAdmin(ReadOnlyAdmin):
+    project_path = "work__project"
     list_display = ["work", "name", "version", "author", "created_at"]
     list_filter = ["name"]
     list_select_related = ["work"]
@@ -115,6 +147,7 @@ class WorkFileAdmin(ReadOnlyAdmin):
 
 @admin.register(TaskArtifact)
 class TaskArtifactAdmin(ReadOnlyAdmin):
+    project_path = "work__project"
     list_display = ["work", "task_id", "name", "version", "author", "created_at"]
     list_filter = ["name"]
     list_select_related = ["work"]
@@ -139,19 +172,46 @@ class StandardsStatusFilter(admin.SimpleListFilter):
         return queryset
 
 
+class StandardsPathFilter(admin.SimpleListFilter):
+    """The file names as stored ("AGENTS.md"), not the choices' labels ("Agents")."""
+
+    title = "file"
+    parameter_name = "path"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(value, value) for value in StandardsImport.Path.values]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value():
+            return queryset.filter(path=self.value())
+        return queryset
+
+
 @admin.register(StandardsImport)
 class StandardsImportAdmin(ReadOnlyAdmin):
-    """Operators accept or reject here, through the same model methods as the API."""
+    """Operators accept or reject here, through the same model methods as the API.
 
-    list_display = ["path", "project", "sha256", "status", "served", "author", "created_at",
-                    "decided_by", "decided_at"]
-    list_filter = [StandardsStatusFilter, "path", "project"]
+    On an import's page the buttons send the sha256 shown on that page, so a
+    decision is bound to the bytes the operator read.
+    """
+
+    list_display = ["file_name", "project", "short_sha256", "status", "served", "author",
+                    "created_at", "decided_by", "decided_at"]
+    list_filter = [StandardsStatusFilter, StandardsPathFilter, ("project", ProjectFilter)]
     list_select_related = ["project", "decision"]
     search_fields = ["sha256", "path"]
-    readonly_fields = ["project", "path", "sha256", "author", "created_at", "status",
+    readonly_fields = ["project", "file_name", "sha256", "author", "created_at", "status",
                        "decided_by", "decided_at", "framed_content"]
-    exclude = ["content"]
+    fields = readonly_fields
     actions = ["accept_imports", "reject_imports"]
+
+    @admin.display(description="file", ordering="path")
+    def file_name(self, obj: StandardsImport) -> str:
+        return obj.path
+
+    @admin.display(description="sha256", ordering="sha256")
+    def short_sha256(self, obj: StandardsImport) -> str:
+        return obj.sha256[:12]
 
     @admin.display(description="decided by")
     def decided_by(self, obj: StandardsImport) -> str | None:
@@ -174,16 +234,21 @@ class StandardsImportAdmin(ReadOnlyAdmin):
     def has_decide_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("governance.add_standardsdecision")
 
+    def _decide_one(self, request: HttpRequest, row: StandardsImport, verb: str, sha256: str
+                    ) -> bool:
+        try:
+            getattr(row, verb)(by=operator_name(request), sha256=sha256)
+        except DomainError as exc:
+            messages.error(request, f"{row.path} {row.sha256[:12]}: {exc.message}")
+            return False
+        messages.success(request, f"{row.path} {row.sha256[:12]}: {verb}ed")
+        return True
+
     def _decide(self, request: HttpRequest, queryset: QuerySet, verb: str) -> None:
         for row in queryset.select_related("decision"):
-            try:
-                # Bound to the hash on the row the operator selected: a row's
-                # bytes never change, so this is the hash that was shown.
-                getattr(row, verb)(by=operator_name(request), sha256=row.sha256)
-            except DomainError as exc:
-                messages.error(request, f"{row.path} {row.sha256[:12]}: {exc.message}")
-            else:
-                messages.success(request, f"{row.path} {row.sha256[:12]}: {verb}ed")
+            # Bound to the hash on the row the operator selected: a row's
+            # bytes never change, so this is the hash that was shown.
+            self._decide_one(request, row, verb, row.sha256)
 
     @admin.action(description="Accept the selected imports (their shown hash)",
                   permissions=["decide"])
@@ -195,9 +260,47 @@ class StandardsImportAdmin(ReadOnlyAdmin):
     def reject_imports(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._decide(request, queryset, "reject")
 
+    # --- the buttons on the import's own page -----------------------------------------
+
+    def get_urls(self) -> list[Any]:
+        return [
+            post_only_url(self, "accept", self.accept_view),
+            post_only_url(self, "reject", self.reject_view),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = {"can_decide": self.has_decide_permission(request), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, context)
+
+    def accept_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._decision_view(request, object_id, "accept")
+
+    def reject_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._decision_view(request, object_id, "reject")
+
+    def _decision_view(self, request: HttpRequest, object_id: str, verb: str) -> HttpResponse:
+        if not self.has_decide_permission(request):
+            raise PermissionDenied
+        row = self.get_object(request, unquote(object_id))
+        if row is None:  # missing, or another project's
+            raise Http404
+        sha256 = request.POST.get("sha256", "")
+        if not sha256:
+            messages.error(request, f"{row.path}: the decision names no sha256; nothing changed")
+        else:
+            self._decide_one(request, row, verb, sha256)
+        return HttpResponseRedirect(
+            reverse("admin:governance_standardsimport_change", args=[row.pk])
+        )
+
 
 @admin.register(StandardsDecision)
 class StandardsDecisionAdmin(ReadOnlyAdmin):
+    project_path = "standards_import__project"
     list_display = ["standards_import", "status", "decided_by", "decided_at"]
     list_filter = ["status"]
     list_select_related = ["standards_import"]
@@ -207,7 +310,7 @@ class StandardsDecisionAdmin(ReadOnlyAdmin):
 class SkillAdmin(ReadOnlyAdmin):
     list_display = ["name", "project", "version", "status", "provenance", "author", "installed_at",
                     "created_at"]
-    list_filter = ["provenance", "project"]
+    list_filter = ["provenance", ("project", ProjectFilter)]
     list_select_related = ["project"]
     search_fields = ["name"]
     readonly_fields = ["project", "name", "version", "status", "content_hash", "recorded_hash",
@@ -235,6 +338,6 @@ class SkillAdmin(ReadOnlyAdmin):
 @admin.register(ContextDelivery)
 class ContextDeliveryAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "project", "work", "author", "format", "sha256", "size"]
-    list_filter = ["format", "project"]
+    list_filter = ["format", ("project", ProjectFilter)]
     list_select_related = ["project", "work"]
     search_fields = ["sha256", "author"]

@@ -1,4 +1,9 @@
-"""Operator admin: projects and tokens are managed here; memory is read-only."""
+"""Operator admin: projects and tokens are managed here; memory is read-only.
+
+Least privilege (docs/admin.md): every action and decision button names the
+model permissions it needs, and a non-superuser sees and acts only on the
+projects where they are an operator member (ProjectScopedAdmin).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,15 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.text import Truncator
+from django.views.decorators.http import require_POST
 
 from gedweb.exceptions import DomainError
 from memory import services
@@ -22,13 +33,68 @@ from memory.models import (
     ProjectToken,
 )
 
+# The one page that shows a new token; see token_shown_once().
+TOKEN_CREATED_TEMPLATE = "admin/memory/token_created.html"
+
 
 def operator_name(request: HttpRequest) -> str:
     """Author recorded for what an operator does in the admin."""
     return f"user:{request.user.get_username()}"[:64]
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+def operated_project_ids(user: Any) -> QuerySet:
+    """Ids of the projects a non-superuser runs in the admin: their operator memberships.
+
+    A subquery, so scoped lists filter with ``project_id IN (...)`` and never
+    join (a membership is unique per user and project).
+    """
+    return Membership.objects.filter(user=user, role=Membership.Role.OPERATOR).values(
+        "project_id"
+    )
+
+
+def admin_projects(user: Any) -> QuerySet[Project]:
+    """The projects this admin user may see and act on: all for a superuser."""
+    if user.is_superuser:
+        return Project.objects.all()
+    return Project.objects.filter(pk__in=operated_project_ids(user))
+
+
+class ProjectFilter(admin.RelatedFieldListFilter):
+    """A project filter that offers only the projects the user may see."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> list[Any]:
+        ordering = self.field_admin_ordering(field, request, model_admin)
+        limit = None
+        if not request.user.is_superuser:
+            limit = {"pk__in": operated_project_ids(request.user)}
+        return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=limit)
+
+
+class ProjectScopedAdmin(admin.ModelAdmin):
+    """Every list, object page, action and form choice limited to the user's projects.
+
+    ``project_path`` is the lookup from the model to its project. Object
+    pages and actions fetch through get_queryset, so another project's object
+    is missing (the admin's "doesn't exist" redirect), and an action POST
+    naming its id selects nothing.
+    """
+
+    project_path = "project"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(**{f"{self.project_path}__in": operated_project_ids(request.user)})
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.related_model is Project:
+            kwargs["queryset"] = admin_projects(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class ReadOnlyAdmin(ProjectScopedAdmin):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -39,6 +105,42 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+def post_only_url(model_admin: admin.ModelAdmin, verb: str, view: Any) -> URLPattern:
+    """``<object_id>/<verb>/``: CSRF-checked, staff-only, POST only (a GET changes nothing)."""
+    opts = model_admin.model._meta
+    return path(
+        f"<path:object_id>/{verb}/",
+        model_admin.admin_site.admin_view(require_POST(view)),
+        name=f"{opts.app_label}_{opts.model_name}_{verb}",
+    )
+
+
+def token_shown_once(
+    request: HttpRequest, *, project: Project, name: str, raw: str, model_admin: Any
+) -> TemplateResponse:
+    """The page that shows a new token, once.
+
+    The token is only in this response's body: never in messages (a cookie
+    the browser keeps and anyone can decode), the session or a redirect URL,
+    and no-store keeps it out of caches and the back button's copy.
+    """
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.model._meta,
+        "title": "Copy the new token now",
+        "project": project,
+        "token_name": name,
+        "token": raw,
+        "project_url": reverse("admin:memory_project_change", args=[project.pk]),
+        "token_list_url": reverse("admin:memory_projecttoken_changelist")
+        + f"?project__id__exact={project.pk}",
+        "token_add_url": reverse("admin:memory_projecttoken_add") + f"?project={project.pk}",
+    }
+    response = TemplateResponse(request, TOKEN_CREATED_TEMPLATE, context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 class ProjectCreateForm(forms.ModelForm):
     class Meta:
         model = Project
@@ -47,7 +149,7 @@ class ProjectCreateForm(forms.ModelForm):
 
 class TokenInline(admin.TabularInline):
     model = ProjectToken
-    fields = ["name", "prefix", "created_at", "revoked_at"]
+    fields = ["name", "prefix", "created_at", "revoked_at"]  # never token_hash
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -68,7 +170,8 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ProjectScopedAdmin):
+    project_path = "pk"
     list_display = ["id", "name", "created_at"]
     search_fields = ["id", "name"]
     inlines = [MembershipInline, TokenInline]
@@ -88,24 +191,45 @@ class ProjectAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a project's memory is append-only, so projects stay
 
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        token_admin = self.admin_site.get_model_admin(ProjectToken)
+        context = {
+            "can_add_token": token_admin.has_add_permission(request),
+            "token_add_url": reverse("admin:memory_projecttoken_add"),
+            **(extra_context or {}),
+        }
+        return super().change_view(request, object_id, form_url, context)
+
     def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
         if change:
             obj.save(update_fields=["name"])
             return
-        project, raw = services.project_create(project_id=obj.id, name=obj.name)
+        with transaction.atomic():
+            project, raw = services.project_create(project_id=obj.id, name=obj.name)
+            if not request.user.is_superuser:
+                # Otherwise the project would vanish from its creator's admin.
+                services.membership_set(
+                    user=request.user, project=project, role=Membership.Role.OPERATOR
+                )
         obj.created_at = project.created_at
         obj._state.adding = False
-        messages.warning(
-            request,
-            f"Token '{services.DEFAULT_TOKEN_NAME}' for {project.id}: {raw} "
-            "(shown once; copy it now)",
+        obj._new_token = raw  # for response_add only; never stored
+
+    def response_add(self, request: HttpRequest, obj: Project, post_url_continue: Any = None
+                     ) -> HttpResponse:
+        return token_shown_once(
+            request, project=obj, name=services.DEFAULT_TOKEN_NAME, raw=obj._new_token,
+            model_admin=self,
         )
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(ProjectScopedAdmin):
     list_display = ["project", "user", "role", "created_at"]
-    list_filter = ["role", "project"]
+    list_filter = ["role", ("project", ProjectFilter)]
     list_select_related = ["project", "user"]
     search_fields = ["project__id", "user__username", "user__email"]
     autocomplete_fields = ["user", "project"]
@@ -119,17 +243,24 @@ class TokenCreateForm(forms.ModelForm):
 
 
 @admin.register(ProjectToken)
-class ProjectTokenAdmin(admin.ModelAdmin):
+class ProjectTokenAdmin(ProjectScopedAdmin):
     list_display = ["project", "name", "prefix", "created_at", "revoked_at"]
-    list_filter = [("revoked_at", admin.EmptyFieldListFilter), "project"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter), ("project", ProjectFilter)]
     list_select_related = ["project"]
     search_fields = ["project__id", "name", "prefix"]
+    # Only the hash of a token is stored, and even that is never shown.
+    exclude = ["token_hash"]
     actions = ["revoke_tokens"]
 
     def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
         if obj is None:
             kwargs["form"] = TokenCreateForm
         return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        if obj is None:
+            return ["project", "name"]
+        return ["project", "name", "prefix", "created_at", "revoked_at"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is None:
@@ -138,6 +269,9 @@ class ProjectTokenAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # revoke instead, so who held which token stays on record
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("memory.change_projecttoken")
 
     def save_model(self, request: HttpRequest, obj: ProjectToken, form: Any, change: bool) -> None:
         if change:
@@ -150,10 +284,18 @@ class ProjectTokenAdmin(admin.ModelAdmin):
             return
         obj.pk = record.pk
         obj._state.adding = False
-        messages.warning(request, f"Token '{record.name}' for {record.project_id}: {raw} "
-                         "(shown once; copy it now)")
+        obj._new_token = raw  # for response_add only; never stored
 
-    @admin.action(description="Revoke selected tokens")
+    def response_add(self, request: HttpRequest, obj: ProjectToken, post_url_continue: Any = None
+                     ) -> HttpResponse:
+        raw = getattr(obj, "_new_token", None)
+        if raw is None:  # the lost race above: no token was made
+            return HttpResponseRedirect(reverse("admin:memory_projecttoken_changelist"))
+        return token_shown_once(
+            request, project=obj.project, name=obj.name, raw=raw, model_admin=self
+        )
+
+    @admin.action(description="Revoke selected tokens", permissions=["revoke"])
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[ProjectToken]) -> None:
         count = 0
         for token in queryset.filter(revoked_at__isnull=True):
@@ -164,61 +306,131 @@ class ProjectTokenAdmin(admin.ModelAdmin):
 
 @admin.register(MemoryEntry)
 class MemoryEntryAdmin(ReadOnlyAdmin):
-    list_display = ["project", "seq", "category", "source", "author", "created_at"]
-    list_filter = ["project", "category"]
+    list_display = ["project", "seq", "category", "short_content", "source", "author",
+                    "created_at"]
+    list_filter = [("project", ProjectFilter), "category"]
     list_select_related = ["project"]
     search_fields = ["uuid", "category", "source", "author"]
+    search_help_text = "Words of the content (full-text), or a uuid, category, source or author."
     ordering = ["project_id", "-seq"]
     show_full_result_count = False
+
+    @admin.display(description="content")
+    def short_content(self, obj: MemoryEntry) -> str:
+        return Truncator(obj.content).chars(80)
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str
+                           ) -> tuple[QuerySet, bool]:
+        found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        if search_term.strip():
+            # Content through the full-text index, as the team pages search it.
+            found = found | queryset.search(search_term)
+        return found, may_have_duplicates
 
 
 @admin.register(ChainCheckpoint)
 class ChainCheckpointAdmin(ReadOnlyAdmin):
     list_display = ["project", "seq", "hash", "created_at"]
-    list_filter = ["project"]
+    list_filter = [("project", ProjectFilter)]
     list_select_related = ["project"]
     ordering = ["project_id", "-seq"]
 
 
 @admin.register(MemoryCandidate)
 class MemoryCandidateAdmin(ReadOnlyAdmin):
-    list_display = ["project", "uuid", "category", "source", "author", "status", "created_at"]
-    list_filter = ["status", "project"]
-    list_select_related = ["project"]
-    actions = ["approve_candidates", "reject_candidates"]
+    """Candidates are read here and approved or rejected on their page or in the list."""
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Needed for the actions to show; every field stays read-only.
-        return request.user.has_perm("memory.change_memorycandidate")
+    list_display = ["project", "uuid", "category", "short_content", "source", "author", "status",
+                    "created_at"]
+    list_filter = ["status", ("project", ProjectFilter)]
+    list_select_related = ["project"]
+    search_fields = ["uuid", "content", "category", "source", "author"]
+    actions = ["approve_candidates", "reject_candidates"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]
 
+    @admin.display(description="content")
+    def short_content(self, obj: MemoryCandidate) -> str:
+        return Truncator(obj.content).chars(80)
+
+    # Approval writes a permanent entry, so it needs the entry's add permission too.
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perms(
+            ["memory.change_memorycandidate", "memory.add_memoryentry"]
+        )
+
+    def has_reject_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("memory.change_memorycandidate")
+
+    def _resolve_one(self, request: HttpRequest, candidate: MemoryCandidate, approve: bool
+                     ) -> bool:
+        """Approve or reject through the API's services; a refusal is a message."""
+        resolve = services.candidate_approve if approve else services.candidate_reject
+        try:
+            resolve(project=candidate.project, candidate=candidate, by=operator_name(request))
+        except DomainError as exc:
+            self.message_user(request, f"{candidate}: {exc.message}", messages.ERROR)
+            return False
+        return True
+
     def _resolve(self, request: HttpRequest, queryset: QuerySet, approve: bool) -> None:
-        done = 0
-        for candidate in queryset.select_related("project"):
-            try:
-                if approve:
-                    services.candidate_approve(
-                        project=candidate.project, candidate=candidate, by=operator_name(request)
-                    )
-                else:
-                    services.candidate_reject(
-                        project=candidate.project, candidate=candidate, by=operator_name(request)
-                    )
-                done += 1
-            except DomainError as exc:
-                self.message_user(request, f"{candidate}: {exc.message}", messages.WARNING)
+        done = sum(
+            self._resolve_one(request, candidate, approve)
+            for candidate in queryset.select_related("project")
+        )
         verb = "Approved" if approve else "Rejected"
         self.message_user(request, f"{verb} {done} candidate(s).", messages.SUCCESS)
 
-    @admin.action(description="Approve selected candidates (creates memory entries)")
+    @admin.action(description="Approve selected candidates (creates memory entries)",
+                  permissions=["approve"])
     def approve_candidates(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._resolve(request, queryset, approve=True)
 
-    @admin.action(description="Reject selected candidates")
+    @admin.action(description="Reject selected candidates", permissions=["reject"])
     def reject_candidates(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._resolve(request, queryset, approve=False)
+
+    # --- the buttons on the candidate's own page --------------------------------------
+
+    def get_urls(self) -> list[Any]:
+        return [
+            post_only_url(self, "approve", self.approve_view),
+            post_only_url(self, "reject", self.reject_view),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = {
+            "can_approve": self.has_approve_permission(request),
+            "can_reject": self.has_reject_permission(request),
+            **(extra_context or {}),
+        }
+        return super().change_view(request, object_id, form_url, context)
+
+    def approve_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._decision_view(request, object_id, approve=True)
+
+    def reject_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._decision_view(request, object_id, approve=False)
+
+    def _decision_view(self, request: HttpRequest, object_id: str, approve: bool
+                       ) -> HttpResponse:
+        allowed = (self.has_approve_permission if approve else self.has_reject_permission)(request)
+        if not allowed:
+            raise PermissionDenied
+        candidate = self.get_object(request, unquote(object_id))
+        if candidate is None:  # missing, or another project's
+            raise Http404
+        if self._resolve_one(request, candidate, approve):
+            verb = "Approved: it is now a memory entry" if approve else "Rejected"
+            self.message_user(request, f"{candidate}: {verb}.", messages.SUCCESS)
+        return HttpResponseRedirect(
+            reverse("admin:memory_memorycandidate_change", args=[candidate.pk])
+        )
 
 
 class CurrentRevisionFilter(admin.SimpleListFilter):
@@ -239,7 +451,7 @@ class DocumentRevisionAdmin(ReadOnlyAdmin):
     """Durable documents and every revision of them; written only through the API."""
 
     list_display = ["project", "path", "revision", "author", "created_at", "reason"]
-    list_filter = [CurrentRevisionFilter, "project"]
+    list_filter = [CurrentRevisionFilter, ("project", ProjectFilter)]
     list_select_related = ["project"]
     search_fields = ["path", "author", "sha256"]
     ordering = ["project_id", "path", "-revision"]

@@ -1,0 +1,133 @@
+"""Admin users with exactly the permissions a test names, and projects to scope them by.
+
+Every refusal test uses a user who is an operator member of the project, so
+the missing model permission, not the scoping, is what refuses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.contrib.messages.storage.cookie import CookieStorage
+from django.test import Client
+
+from governance import services as governance_services
+from governance import standards
+from governance.models import StandardsImport, WorkItem
+from memory import services
+from memory.models import Membership, MemoryCandidate
+from tests.conftest import ProjectWithToken
+
+# Every view permission of the two apps: what a read-only operator holds.
+VIEW_ONLY = [
+    f"memory.view_{model}" for model in (
+        "project", "projecttoken", "membership", "memoryentry", "chaincheckpoint",
+        "memorycandidate", "documentrevision",
+    )
+] + [
+    f"governance.view_{model}" for model in (
+        "workitem", "governancerevision", "evidencerecord", "workfile", "taskartifact",
+        "activework", "standardsimport", "standardsdecision", "skill", "contextdelivery",
+    )
+]
+
+APPROVE = ["memory.change_memorycandidate", "memory.add_memoryentry"]
+REJECT = ["memory.change_memorycandidate"]
+REVOKE = ["memory.change_projecttoken"]
+DECIDE_STANDARDS = ["governance.add_standardsdecision"]
+ISSUE_TOKENS = ["memory.add_projecttoken"]
+CREATE_PROJECTS = ["memory.add_project"]
+MANAGE_MEMBERS = ["memory.add_membership", "memory.change_membership"]
+
+# Everything an operator of a project needs in the admin.
+OPERATOR = (VIEW_ONLY + APPROVE + REVOKE + DECIDE_STANDARDS + ISSUE_TOKENS + CREATE_PROJECTS
+            + MANAGE_MEMBERS + ["memory.change_project"])
+
+PASSWORD = "pw-admin-tests-123"
+
+
+def grant(user: Any, perms: list[str]) -> None:
+    for perm in perms:
+        app_label, codename = perm.split(".")
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
+
+
+@pytest.fixture
+def staff(django_user_model: Any) -> Callable[..., Client]:
+    """staff("vera", VIEW_ONLY, operator_of=[alpha]) -> a signed-in Client."""
+
+    def make(username: str, perms: list[str], *, operator_of: tuple[Any, ...] = (),
+             viewer_of: tuple[Any, ...] = ()) -> Client:
+        user = django_user_model.objects.create_user(
+            username, f"{username}@example.org", PASSWORD, is_staff=True
+        )
+        grant(user, perms)
+        for project in operator_of:
+            Membership.objects.create(user=user, project=project.project,
+                                      role=Membership.Role.OPERATOR)
+        for project in viewer_of:
+            Membership.objects.create(user=user, project=project.project,
+                                      role=Membership.Role.VIEWER)
+        client = Client()
+        client.force_login(user)
+        client.user = user
+        return client
+
+    return make
+
+
+@pytest.fixture
+def root(django_user_model: Any) -> Client:
+    user = django_user_model.objects.create_superuser("root", "root@example.org", PASSWORD)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def candidate(project: ProjectWithToken, content: str = "proposed by review") -> MemoryCandidate:
+    return services.candidate_create(
+        project=project.project, author="worker", category="fact", content=content
+    )
+
+
+def standards_import(project: ProjectWithToken, content: str = "# Rules\n\nBe kind.\n",
+                     path: str = "AGENTS.md") -> StandardsImport:
+    row, _ = standards.standards_import_submit(
+        project=project.project, path=path, content=content, author="agent"
+    )
+    return row
+
+
+def work(project: ProjectWithToken, summary: str = "Admin page check") -> WorkItem:
+    return governance_services.work_open(
+        project=project.project, author="t", summary=summary,
+        minimum_mode="direct-change", ambiguity="sufficient", risk="low", clear_scope=True,
+        bounded=True, reversible=True, deterministic_check=True,
+    ).work
+
+
+def messages_of(response: Any) -> list[str]:
+    """The texts in the messages cookie a response sets (what the browser would keep)."""
+    morsel = response.cookies.get("messages")
+    if morsel is None or not morsel.value:
+        return []
+    storage = CookieStorage(None)
+    decoded = storage._decode(morsel.value)
+    return [str(message) for message in decoded or []]
+
+
+@dataclass
+class Site:
+    alpha: ProjectWithToken
+    beta: ProjectWithToken
+
+
+@pytest.fixture
+def site(alpha: ProjectWithToken, beta: ProjectWithToken) -> Site:
+    return Site(alpha, beta)
