@@ -241,6 +241,18 @@ class TokenCreateForm(forms.ModelForm):
         model = ProjectToken
         fields = ["project", "name"]
 
+    def clean(self) -> dict[str, Any]:
+        # The unique-active-name constraint names revoked_at, which is not on
+        # the form, so Django skips it; say so here rather than after saving.
+        # project_token_create checks again inside its transaction.
+        cleaned = super().clean()
+        project, name = cleaned.get("project"), cleaned.get("name")
+        if project and name and ProjectToken.objects.active().filter(
+            project=project, name=name
+        ).exists():
+            self.add_error("name", f"{project.pk} already has an active token named {name!r}")
+        return cleaned
+
 
 @admin.register(ProjectToken)
 class ProjectTokenAdmin(ProjectScopedAdmin):

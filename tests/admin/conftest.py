@@ -14,13 +14,15 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.test import Client
+from django.utils import timezone
 
-from governance import services as governance_services
-from governance import standards
-from governance.models import StandardsImport, WorkItem
-from memory import services
-from memory.models import Membership, MemoryCandidate
+from governance import context, skills, standards
+from governance import services as gov
+from governance.models import ContextDelivery, StandardsImport, WorkItem
+from memory import documents, services
+from memory.models import ChainCheckpoint, Membership, MemoryCandidate
 from tests.conftest import ProjectWithToken
+from tests.governance.support import PLANNED, add_evidence, open_work
 
 # Every view permission of the two apps: what a read-only operator holds.
 VIEW_ONLY = [
@@ -105,7 +107,7 @@ def standards_import(project: ProjectWithToken, content: str = "# Rules\n\nBe ki
 
 
 def work(project: ProjectWithToken, summary: str = "Admin page check") -> WorkItem:
-    return governance_services.work_open(
+    return gov.work_open(
         project=project.project, author="t", summary=summary,
         minimum_mode="direct-change", ambiguity="sufficient", risk="low", clear_scope=True,
         bounded=True, reversible=True, deterministic_check=True,
@@ -131,3 +133,53 @@ class Site:
 @pytest.fixture
 def site(alpha: ProjectWithToken, beta: ProjectWithToken) -> Site:
     return Site(alpha, beta)
+
+
+SKILL = "---\nname: deploy\ndescription: Ships the release.\n---\nRun the deploy script.\n"
+
+
+def populate(project: ProjectWithToken, member: Any) -> dict[str, Any]:
+    """One row of every project-bound model the admin shows, through the services.
+
+    The checkpoint is inserted directly: the checkpoint writer needs a real
+    SECRET_KEY, and only the row matters to the admin.
+    """
+    p = project.project
+    entry = services.memory_entry_create(
+        project=p, author="seed", category="note", content=f"entry of {p.pk}"
+    ).entry
+    planned = open_work(p, PLANNED, summary=f"work of {p.pk}")
+    add_evidence(planned, "inspection", "observed")
+    gov.task_artifact_write(work=planned, task_id="T01", name="BRIEF.md",
+                            content="# T01\n\nWrite the export.\n", author="seed")
+    spec = gov.work_file_write(work=planned, name="SPEC.md",
+                               content="# Spec\n\nExport invoices nightly.\n", author="seed")
+    decided = standards_import(project, f"# Decided rules of {p.pk}\n", path="CLAUDE.md")
+    decided.accept(by="seed", sha256=decided.sha256)
+    gov.active_work_select(project=p, session_id=f"session-{p.pk}", work=planned,
+                           operation="continue", request_id="r1")
+    return {
+        "entry": entry,
+        "candidate": candidate(project, f"candidate of {p.pk}"),
+        "membership": Membership.objects.create(user=member, project=p,
+                                                role=Membership.Role.VIEWER),
+        "document": documents.document_put(
+            project=p, path="PROJECT.md", author="seed",
+            content=f"# {p.pk}\n\nThe {p.pk} project keeps its orders.\n",
+        ).document,
+        "checkpoint": ChainCheckpoint.objects.create(
+            project=p, seq=entry.seq, hash=entry.hash, created_at=timezone.now(), mac="0" * 64
+        ),
+        "work": planned,
+        "spec": spec,
+        "standards": standards_import(project, f"# Rules of {p.pk}\n"),
+        "decided": decided,
+        "skill": skills.skill_put(project=p, name="deploy", content=SKILL, reason="ships",
+                                  source=None, author="seed").skill,
+        "delivery": delivered(p),
+    }
+
+
+def delivered(project: Any) -> ContextDelivery:
+    context.context_deliver(project=project, work=None, author="seed", output_format="text")
+    return ContextDelivery.objects.filter(project=project).latest("created_at")
