@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -303,8 +305,102 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
-    "loggers": {"gedweb": {"level": "INFO"}, "memory": {"level": "INFO"}},
+    "loggers": {
+        "gedweb": {"level": "INFO"},
+        "memory": {"level": "INFO"},
+        # Failed logins (WARNING), lockouts (WARNING), successful logins (INFO).
+        "axes": {"level": "INFO"},
+    },
 }
+
+# --- Logins: throttling password guessing (django-axes) ---------------------
+# Both login pages (/accounts/login/, /admin/login/) authenticate through
+# django.contrib.auth, so axes sees every attempt of either. A login is
+# refused, before its password is checked, once a username OR a client
+# address has AXES_FAILURE_LIMIT failures within the cool-off; the refusal
+# is the page of gedweb.logins.lockout_response (429). docs/security.md#logins.
+
+INSTALLED_APPS += ["axes"]
+# Last, so that it sees the lockout flag the login view's authenticate() set
+# and replaces that view's response.
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]
+AUTHENTICATION_BACKENDS = [
+    "gedweb.logins.ThrottledBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# Each parameter counts on its own: guessing one account from many
+# addresses, or many accounts from one address. axes 8 has one limit for
+# all parameters (AXES_FAILURE_LIMIT compares with the largest count, and
+# its callable form is not told which parameter it is for), so 5 holds for
+# both.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_RESET_ON_SUCCESS = True
+# A refused attempt counts too and restarts the cool-off, so the lock ends
+# only after 15 quiet minutes (the time the lockout page names).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True
+AXES_LOCKOUT_CALLABLE = "gedweb.logins.lockout_response"
+# ipware's trusted-proxy list is matched against the last entries of the
+# X-Forwarded-For chain, not against the peer, and it prefers a public
+# address from the header over a private REMOTE_ADDR; either would let a
+# client choose its own address. gedweb.logins reads the header only when
+# REMOTE_ADDR is one of TRUSTED_PROXIES.
+AXES_CLIENT_IP_CALLABLE = "gedweb.logins.client_ip_address"
+AXES_USERNAME_CALLABLE = "gedweb.logins.username"
+AXES_CLIENT_STR_CALLABLE = "gedweb.logins.client_str"
+# The log names the username and address of a failed login: that is what an
+# operator needs to read it. The password is never logged (axes masks it in
+# the stored form data, and gedweb.logins.client_str never sees it).
+AXES_SENSITIVE_PARAMETERS: list[str] = []
+# No "AXES: BEGIN" line at the start of every process and command.
+AXES_VERBOSE = False
+
+
+def _redis_url(name: str) -> str | None:
+    """redis://[user:password@]host[:port][/db], rediss://..., unix:///path; unset means None."""
+    raw = env.str(name, default="").strip()
+    if not raw:
+        return None
+    # The value itself is not repeated: it may hold a password.
+    problem = f"{name} must be a URL such as redis://127.0.0.1:6379/0 or unix:///path"
+    try:
+        parts = urlsplit(raw)
+        _ = parts.port  # ValueError for a port that is not a number
+    except ValueError:
+        raise ImproperlyConfigured(problem) from None
+    if parts.scheme in ("redis", "rediss"):
+        db = parts.path.lstrip("/")
+        if not parts.hostname or parts.path.count("/") > 1 or not (db == "" or db.isdigit()):
+            raise ImproperlyConfigured(problem)
+    elif parts.scheme == "unix":
+        if not parts.path:
+            raise ImproperlyConfigured(problem)
+    else:
+        raise ImproperlyConfigured(problem)
+    return raw
+
+
+# Where the counters live. The database handler (the default) shares them
+# between every worker and app server on one database. With REDIS_URL they
+# live in Redis instead (every app server names the same one), and a login
+# attempt costs no database write.
+REDIS_URL = _redis_url("REDIS_URL")
+CACHES: dict[str, dict[str, object]] = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+}
+if REDIS_URL:
+    CACHES["logins"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "gedweb",
+    }
+    AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+    AXES_CACHE = "logins"
+else:
+    AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+# --- end of Logins -----------------------------------------------------------
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
