@@ -11,7 +11,8 @@ module gives it four things it cannot know by itself:
 - ``lockout_response``: the one page a locked-out person sees, 429, the same
   for every username whether or not the account exists.
 
-``ThrottledBackend`` refuses a locked-out login before the password is checked.
+``ThrottledBackend`` refuses a locked-out login before the password is checked,
+and the two handlers forget an account's failures when it logs in.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from functools import lru_cache
 from typing import Any
 
 from axes.backends import AxesStandaloneBackend
+from axes.handlers.cache import AxesCacheHandler
+from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_cool_off
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -47,6 +50,31 @@ class ThrottledBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, *args, **kwargs)
+
+
+class _ForgetTheAccountOnSuccess:
+    """On a successful login, clear the account's counter, not the address's.
+
+    axes' AXES_RESET_ON_SUCCESS also deletes every failure recorded from the
+    address of the login, and in the database those rows are the failures
+    against other accounts too: anyone with an account could guess 4 times
+    at another one, log into their own, and guess again. Here only the
+    username that logged in is forgotten; the address keeps its count until
+    the cool-off.
+    """
+
+    def user_logged_in(self, sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+        super().user_logged_in(sender, request, user, **kwargs)  # type: ignore[misc]
+        name = username(request, {settings.AXES_USERNAME_FORM_FIELD: user.get_username()})
+        self.reset_attempts(username=name)  # type: ignore[attr-defined]
+
+
+class DatabaseHandler(_ForgetTheAccountOnSuccess, AxesDatabaseHandler):
+    """Counters in the database (without REDIS_URL)."""
+
+
+class CacheHandler(_ForgetTheAccountOnSuccess, AxesCacheHandler):
+    """Counters in the ``logins`` cache, Redis (with REDIS_URL)."""
 
 
 def _address(text: str) -> IPAddress | None:

@@ -337,7 +337,10 @@ AUTHENTICATION_BACKENDS = [
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-AXES_RESET_ON_SUCCESS = True
+# A successful login clears its username's counter, but not its address's:
+# axes' own reset would also clear that address's failures against other
+# accounts (gedweb.logins.DatabaseHandler, CacheHandler).
+AXES_RESET_ON_SUCCESS = False
 # A refused attempt counts too and restarts the cool-off, so the lock ends
 # only after 15 quiet minutes (the time the lockout page names).
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True
@@ -396,10 +399,10 @@ if REDIS_URL:
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "gedweb",
     }
-    AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+    AXES_HANDLER = "gedweb.logins.CacheHandler"
     AXES_CACHE = "logins"
 else:
-    AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+    AXES_HANDLER = "gedweb.logins.DatabaseHandler"
 # --- end of Logins -----------------------------------------------------------
 
 SESSION_COOKIE_HTTPONLY = True

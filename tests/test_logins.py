@@ -102,7 +102,17 @@ def test_four_failures_leave_the_correct_password_working_and_are_then_forgotten
 
     assert_logged_in(client, post(client, "vera", PASSWORD), vera, "/")
 
-    assert not AccessAttempt.objects.filter(username="vera").exists()  # AXES_RESET_ON_SUCCESS
+    assert not AccessAttempt.objects.filter(username="vera").exists()
+
+
+def test_logging_into_ones_own_account_does_not_forget_guesses_at_another(db, vera, root):
+    guesser = Client(REMOTE_ADDR="203.0.113.30")
+    assert fail(guesser, "vera", LIMIT - 1) == [200] * (LIMIT - 1)
+    assert post(guesser, "root", PASSWORD).status_code == 302
+    guesser.logout()
+
+    assert post(guesser, "vera", WRONG).status_code == 429
+    assert_locked_out(post(Client(REMOTE_ADDR="198.51.100.30"), "vera", PASSWORD))
 
 
 def test_one_address_is_locked_across_usernames(db, vera):
@@ -348,7 +358,7 @@ def login_in_a_process(username: str, password: str, times: int, remote: str, **
 def test_a_failed_login_reaches_the_console_of_a_real_process(transactional_db):
     output = login_in_a_process("console-user", WRONG, 1, "203.0.113.41")
 
-    assert "axes.handlers.database.AxesDatabaseHandler 200" in output
+    assert "gedweb.logins.DatabaseHandler 200" in output
     assert re.search(r"WARNING axes\.handlers\.database AXES: New login failure by "
                      r'\{username: "console-user", ip_address: "203\.0\.113\.41"', output)
     assert WRONG not in output
@@ -373,13 +383,13 @@ def redis_logins(settings) -> Iterator[str]:
         },
     }
     settings.AXES_CACHE = "logins"
-    settings.AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+    settings.AXES_HANDLER = "gedweb.logins.CacheHandler"
     yield prefix
     keys = list(client.scan_iter(f"{prefix}:*"))
     if keys:
         client.delete(*keys)
     client.close()
-    settings.AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+    settings.AXES_HANDLER = "gedweb.logins.DatabaseHandler"
 
 
 def test_with_redis_the_counters_live_in_redis(db, vera, redis_logins):
@@ -414,16 +424,16 @@ def test_with_redis_one_process_locks_the_login_for_another(transactional_db, dj
     ]
     try:
         locker = login_in_a_process(name, WRONG, LIMIT, first, REDIS_URL=REDIS_TEST_URL)
-        assert locker.startswith("axes.handlers.cache.AxesCacheHandler 200 200 200 200 429")
+        assert locker.startswith("gedweb.logins.CacheHandler 200 200 200 200 429")
         assert connection.get(keys[0]) == b"5"
 
         other = login_in_a_process(name, PASSWORD, 1, second, REDIS_URL=REDIS_TEST_URL)
-        assert other.startswith("axes.handlers.cache.AxesCacheHandler 429")
+        assert other.startswith("gedweb.logins.CacheHandler 429")
         assert not AccessAttempt.objects.exists()
 
         connection.delete(*keys)
         after_reset = login_in_a_process(name, PASSWORD, 1, second, REDIS_URL=REDIS_TEST_URL)
-        assert after_reset.startswith("axes.handlers.cache.AxesCacheHandler 302")
+        assert after_reset.startswith("gedweb.logins.CacheHandler 302")
     finally:
         connection.delete(*keys)
         connection.close()
@@ -452,13 +462,13 @@ def start(**env: str) -> subprocess.CompletedProcess:
 
 def test_without_redis_url_the_database_keeps_the_counters():
     completed = start()
-    assert completed.stdout.split() == ["axes.handlers.database.AxesDatabaseHandler", "None"]
+    assert completed.stdout.split() == ["gedweb.logins.DatabaseHandler", "None"]
 
 
 def test_with_redis_url_the_redis_cache_keeps_the_counters():
     completed = start(REDIS_URL="redis://127.0.0.1:6379/3")
     assert completed.stdout.split() == [
-        "axes.handlers.cache.AxesCacheHandler", "redis://127.0.0.1:6379/3"
+        "gedweb.logins.CacheHandler", "redis://127.0.0.1:6379/3"
     ]
 
 
