@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from governance.models import StandardsDecision
-from memory.models import MemoryCandidate, MemoryEntry, ProjectToken
+from memory.models import Membership, MemoryCandidate, MemoryEntry, Project, ProjectToken
 from tests.admin.conftest import (
     APPROVE,
     DECIDE_STANDARDS,
@@ -301,3 +301,22 @@ def test_a_get_on_a_standards_decision_url_changes_nothing(otto, alpha):
     row = standards_import(alpha)
     assert otto.get(f"{STANDARDS}{row.pk}/accept/?sha256={row.sha256}").status_code == 405
     assert not StandardsDecision.objects.exists()
+
+
+# --- projects and members -------------------------------------------------------------
+
+
+def test_a_viewer_cannot_create_a_project(vera):
+    response = vera.post("/admin/memory/project/add/",
+                         {"id": "gamma", "name": "Gamma", "tokens-TOTAL_FORMS": "0",
+                          "tokens-INITIAL_FORMS": "0"})
+    assert response.status_code == 403
+    assert not Project.objects.filter(pk="gamma").exists()
+
+
+def test_a_viewer_cannot_add_a_member(vera, alpha, django_user_model):
+    someone = django_user_model.objects.create_user("sam", "sam@example.org", "pw-sam-12345")
+    response = vera.post("/admin/memory/membership/add/",
+                         {"project": "alpha", "user": someone.pk, "role": "operator"})
+    assert response.status_code == 403
+    assert not Membership.objects.filter(user=someone).exists()
