@@ -10,14 +10,22 @@ hash and time, authenticated with an HMAC keyed from SECRET_KEY
   UPDATE and DELETE), and
 - a line of ``<GEDWEB_MEMORY_ROOT>/<project>/CHECKPOINTS`` next to the
   mirror, appended and fsynced under the mirror's flock and never rewritten:
-  ``v1 <seq> <hash> <created_at> <mac>``.
+  ``v2 <seq> <hash> <created_at> <key id> <mac>`` (``v1`` lines, from before
+  key ids, have no key id and are still read).
+
+Each checkpoint names the key that signed it: the key id is a public
+fingerprint of the secret (key_id()). After a rotation, with the old key
+in DJANGO_SECRET_KEY_FALLBACKS, every earlier checkpoint still verifies;
+with the old key dropped, the verifier says which key id it lacks instead
+of calling the checkpoint forged. The key id is not signed: changing it
+only changes which key is tried, and the HMAC still has to match.
 
 Someone with raw database access who deletes entries and checkpoint rows
 still leaves the file lines; someone who edits a line, or inserts a row,
 cannot produce its HMAC without the key.
 
-When checkpoints are taken (none while SECRET_KEY is made up at start,
-settings.SECRET_KEY_EPHEMERAL, since no other process could check them):
+When checkpoints are taken (the key is the installation's, the same in
+every process: gedweb/installation.py):
 
 - after the commit of every entry whose seq is a multiple of
   settings.CHECKPOINT_EVERY (one INSERT and one line every N appends; the
@@ -55,8 +63,10 @@ from memory.models import ChainCheckpoint, MemoryEntry, format_timestamp
 logger = logging.getLogger("memory.checkpoints")
 
 CHECKPOINTS_NAME = "CHECKPOINTS"
-LINE_VERSION = "v1"
+LINE_VERSION = "v2"
+_LINE_PARTS = {"v1": 5, "v2": 6}
 _MAC_SALT = "gedweb.memory.ChainCheckpoint.v1"
+_KEY_ID_SALT = "gedweb.memory.ChainCheckpoint.key-id"
 _HEX = frozenset("0123456789abcdef")
 _TAIL_PROBE_BYTES = 4096
 _PROBLEM_ORDER = (
@@ -73,12 +83,17 @@ class Checkpoint:
     hash: str
     created_at: str
     mac: str
+    key_id: str = ""  # "" on v1 lines and rows from before key ids
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "hash": self.hash, "created_at": self.created_at}
+        return {"seq": self.seq, "hash": self.hash, "created_at": self.created_at,
+                "key_id": self.key_id or None}
 
     def line(self) -> str:
-        return f"{LINE_VERSION} {self.seq} {self.hash} {self.created_at} {self.mac}\n"
+        if not self.key_id:
+            return f"v1 {self.seq} {self.hash} {self.created_at} {self.mac}\n"
+        return (f"{LINE_VERSION} {self.seq} {self.hash} {self.created_at} {self.key_id} "
+                f"{self.mac}\n")
 
 
 @dataclass(frozen=True)
@@ -134,9 +149,23 @@ def checkpoint_mac(
     ).hexdigest()
 
 
+def key_id(secret: str | None = None) -> str:
+    """A public fingerprint of a signing key (16 hex digits); reveals nothing of the key."""
+    return salted_hmac(_KEY_ID_SALT, "key id", secret=secret, algorithm="sha256").hexdigest()[:16]
+
+
+def _known_secrets() -> list[str]:
+    return [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())]
+
+
 def authentic(project_id: str, checkpoint: Checkpoint) -> bool:
-    """True when the HMAC matches under SECRET_KEY or one of SECRET_KEY_FALLBACKS."""
-    for secret in (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())):
+    """True when the HMAC matches under the key it names (SECRET_KEY or a fallback).
+
+    A checkpoint without a key id is tried under every known key.
+    """
+    for secret in _known_secrets():
+        if checkpoint.key_id and key_id(secret) != checkpoint.key_id:
+            continue
         expected = checkpoint_mac(
             project_id, checkpoint.seq, checkpoint.hash, checkpoint.created_at, secret
         )
@@ -145,8 +174,13 @@ def authentic(project_id: str, checkpoint: Checkpoint) -> bool:
     return False
 
 
-def enabled() -> bool:
-    return not getattr(settings, "SECRET_KEY_EPHEMERAL", False)
+def _why_not_authentic(checkpoint: Checkpoint) -> str:
+    if checkpoint.key_id and checkpoint.key_id not in {key_id(s) for s in _known_secrets()}:
+        return (f"is signed with key {checkpoint.key_id}, which is neither DJANGO_SECRET_KEY "
+                "nor one of DJANGO_SECRET_KEY_FALLBACKS (after a key rotation, keep the old key "
+                "as a fallback), or it was forged")
+    return ("fails its HMAC: forged, or written under a SECRET_KEY that is neither current "
+            "nor a fallback")
 
 
 # --- the file -----------------------------------------------------------------------------
@@ -161,16 +195,22 @@ def file_path(project_id: str) -> Path:
 def parse_line(text: str) -> Checkpoint | None:
     """A well-formed line's checkpoint (HMAC not checked), or None."""
     parts = text.split(" ")
-    if len(parts) != 5 or parts[0] != LINE_VERSION:
+    if _LINE_PARTS.get(parts[0]) != len(parts):
         return None
-    _, seq, head_hash, created_at, mac = parts
+    if parts[0] == "v1":
+        _, seq, head_hash, created_at, mac = parts
+        signer = ""
+    else:
+        _, seq, head_hash, created_at, signer, mac = parts
+        if not (len(signer) == 16 and set(signer) <= _HEX):
+            return None
     if not (seq.isascii() and seq.isdigit() and seq[0] != "0"):
         return None
     if not all(len(value) == 64 and set(value) <= _HEX for value in (head_hash, mac)):
         return None
     if not created_at or not created_at.isascii() or not created_at.isprintable():
         return None
-    return Checkpoint(int(seq), head_hash, created_at, mac)
+    return Checkpoint(int(seq), head_hash, created_at, mac, signer)
 
 
 def _complete_lines(data: bytes) -> list[str]:
@@ -217,16 +257,17 @@ def _last_file_seq(project_id: str, fd: int, size: int) -> int:
     return max(seqs, default=0)
 
 
-def sync_file(project_id: str) -> int:
+def sync_file(project_id: str, wait: float | None = None) -> int:
     """Append every authentic checkpoint row newer than the file's newest line.
 
     Runs under the mirror's flock. Lines are only ever appended, fsynced,
     and never rewritten; the one exception is the unterminated fragment a
     crash can leave after the last newline, which no reader counts and which
     is cut before the next append. No file is created while there is nothing
-    to write. Returns the number of lines written.
+    to write. Returns the number of lines written. ``wait`` bounds the wait
+    for the lock (BlockingIOError after it); None waits as appends do.
     """
-    with mirror._locked(project_id) as directory:
+    with mirror._locked(project_id, wait) as directory:
         path = directory / CHECKPOINTS_NAME
         existed = os.path.lexists(path)
         flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
@@ -265,10 +306,10 @@ def _rows(project_id: str, **filters: Any) -> Iterator[Checkpoint]:
     rows = (
         ChainCheckpoint.objects.filter(project_id=project_id, **filters)
         .order_by("seq")
-        .values_list("seq", "hash", "created_at", "mac")
+        .values_list("seq", "hash", "created_at", "mac", "key_id")
     )
-    for seq, head_hash, created_at, mac in rows:
-        yield Checkpoint(seq, head_hash, format_timestamp(created_at), mac)
+    for seq, head_hash, created_at, mac, signer in rows:
+        yield Checkpoint(seq, head_hash, format_timestamp(created_at), mac, signer or "")
 
 
 def recorded_at(project_id: str, seq: int) -> list[Checkpoint]:
@@ -277,23 +318,23 @@ def recorded_at(project_id: str, seq: int) -> list[Checkpoint]:
 
 
 def take(project_id: str, seq: int, head_hash: str) -> Checkpoint | None:
-    """Record (seq, hash) as a head the log had; None if off or already recorded at seq."""
-    if not enabled():
-        return None
+    """Record (seq, hash) as a head the log had; None if already recorded at seq."""
     created_at = timezone.now()
     text = format_timestamp(created_at)
     mac = checkpoint_mac(project_id, seq, head_hash, text)
+    signer = key_id()
     try:
         with transaction.atomic():
             ChainCheckpoint.objects.create(
-                project_id=project_id, seq=seq, hash=head_hash, created_at=created_at, mac=mac
+                project_id=project_id, seq=seq, hash=head_hash, created_at=created_at, mac=mac,
+                key_id=signer,
             )
     except IntegrityError:
         # UNIQUE(project, seq): this seq is on record already. If its hash
         # differs, the log was rewritten and verify() says so; the first
         # record is the evidence and stays.
         return None
-    return Checkpoint(seq, head_hash, text, mac)
+    return Checkpoint(seq, head_hash, text, mac, signer)
 
 
 def after_commit(project_id: str, seq: int, head_hash: str) -> None:
@@ -330,8 +371,7 @@ def _recorded(project_id: str) -> tuple[list[Checkpoint], list[Problem]]:
         else:
             problems.append(Problem(
                 "forged_checkpoint", checkpoint.seq,
-                f"the checkpoint row at seq {checkpoint.seq} fails its HMAC: forged, or "
-                "written under a SECRET_KEY that is neither current nor a fallback",
+                f"the checkpoint row at seq {checkpoint.seq} {_why_not_authentic(checkpoint)}",
             ))
     in_database = set(database)
     from_file: list[Checkpoint] = []
@@ -346,8 +386,8 @@ def _recorded(project_id: str) -> tuple[list[Checkpoint], list[Problem]]:
         elif not authentic(project_id, parsed):
             problems.append(Problem(
                 "forged_checkpoint", parsed.seq,
-                f"{CHECKPOINTS_NAME} line {number} (seq {parsed.seq}) fails its HMAC: forged, "
-                "or written under a SECRET_KEY that is neither current nor a fallback",
+                f"{CHECKPOINTS_NAME} line {number} (seq {parsed.seq}) "
+                f"{_why_not_authentic(parsed)}",
             ))
         elif parsed not in in_database:
             from_file.append(parsed)

@@ -17,6 +17,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -79,15 +80,32 @@ def mirror_path(project_id: str) -> Path:
 
 
 @contextmanager
-def _locked(project_id: str) -> Iterator[Path]:
+def _locked(project_id: str, wait: float | None = None) -> Iterator[Path]:
+    """Hold the project's mirror lock; ``wait`` seconds at most (BlockingIOError after)."""
     directory = project_dir(project_id)
     directory.mkdir(parents=True, exist_ok=True)
     fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if wait is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            _flock_within(fd, wait, directory / LOCK_NAME)
         yield directory
     finally:
         os.close(fd)
+
+
+def _flock_within(fd: int, wait: float, path: Path) -> None:
+    # flock has no timeout: poll, as the SQLite writer queue does.
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise BlockingIOError(errno.EWOULDBLOCK, f"{path} is held", str(path)) from None
+            time.sleep(0.01)
 
 
 def _write_all(fd: int, data: bytes) -> None:

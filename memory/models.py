@@ -270,6 +270,12 @@ class ChainCheckpoint(models.Model):
     hash = models.CharField(max_length=64)
     created_at = models.DateTimeField()
     mac = models.CharField(max_length=64)
+    # Which key signed it (memory.checkpoints.key_id): after a rotation the
+    # verifier picks that key among SECRET_KEY and its fallbacks, and names
+    # a missing one. NULL on rows from before key ids: every key is tried.
+    # Nullable so that adding it is an ALTER TABLE on SQLite, which keeps
+    # the append-only triggers (a table rebuild would drop them).
+    key_id = models.CharField(max_length=16, null=True, blank=True)
 
     objects = ChainCheckpointQuerySet.as_manager()
 

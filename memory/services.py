@@ -454,17 +454,17 @@ def memory_chain_verify(
     return report
 
 
+CHECKPOINT_FILE_WAIT_SECONDS = 5.0
+
+
 def chain_checkpoint_take(
     *, project: Project, head: tuple[int, str] | None = None
 ) -> checkpoints.Checkpoint | None:
     """Record the head (seq, hash) as a checkpoint and catch the CHECKPOINTS file up.
 
     head defaults to the project's newest entry. None when the project has
-    no entries or checkpoints are off (no stable SECRET_KEY); the head's
-    existing checkpoint when one is on record already.
+    no entries; the head's existing checkpoint when one is on record already.
     """
-    if not checkpoints.enabled():
-        return None
     if head is None:
         newest = MemoryEntry.objects.for_project(project).head()
         head = (newest["seq"], newest["hash"]) if newest else (0, GENESIS_HASH)
@@ -473,9 +473,12 @@ def chain_checkpoint_take(
         return None
     taken = checkpoints.take(project.pk, seq, head_hash)
     try:
-        checkpoints.sync_file(project.pk)
+        # Bounded: a command must not hang on a mirror lock that someone
+        # never releases (the doctor reports such a lock).
+        checkpoints.sync_file(project.pk, wait=CHECKPOINT_FILE_WAIT_SECONDS)
     except (mirror.MirrorPathError, OSError):
-        # The table holds the checkpoint; the doctor reports the directory.
+        # The table holds the checkpoint, and the next checkpoint catches the
+        # file up; the doctor reports the directory or the lock.
         logger.warning("cannot write the CHECKPOINTS file of %s", project.pk, exc_info=True)
     if taken is None:
         taken = next(

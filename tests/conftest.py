@@ -55,9 +55,6 @@ def memory_root(settings: Any, tmp_path: Path) -> Path:
     settings.MIRROR_WRITER = "inline"
     settings.MEMORY_WRITE_TOKEN = None
     settings.ADMIN_TOKEN = ADMIN_TOKEN
-    # Chain checkpoints off, as in development without DJANGO_SECRET_KEY,
-    # whatever the environment says; tests/security/test_tamper.py turns them on.
-    settings.SECRET_KEY_EPHEMERAL = True
     return root
 
 

@@ -102,7 +102,7 @@ def test_a_healthy_project_passes_every_check(healthy):
     assert code == 0
     assert lines == [
         "ok   database: migrations (all applied)",
-        "ok   alpha: chain (3 entries)",
+        "ok   alpha: chain (3 entries, matches the checkpoint at seq 3)",
         "ok   alpha: mirror (MEMORY.md matches the record)",
         "ok   alpha: mirror-files (no leftovers, lock free)",
         "ok   alpha: governance (1 work item valid)",
@@ -188,6 +188,9 @@ def test_a_leftover_temp_file_fails(healthy, memory_root):
 
 def test_a_lock_nobody_releases_fails(healthy, memory_root, monkeypatch):
     monkeypatch.setattr(doctor, "LOCK_WAIT_SECONDS", 0.2)
+    # The chain check's checkpoint waits for the lock a bounded time, then
+    # leaves the CHECKPOINTS line to the next checkpoint (the row is taken).
+    monkeypatch.setattr(services, "CHECKPOINT_FILE_WAIT_SECONDS", 0.2)
     lock = memory_root / "alpha" / mirror.LOCK_NAME
     # flock conflicts between open files even within one process.
     fd = os.open(lock, os.O_RDWR)
@@ -380,7 +383,8 @@ def test_a_real_doctor_exits_0_then_1_without_a_traceback(live_db, make_project,
     mirror.sync(target.project)
     completed = manage(memory_root, "doctor", "--project", "proc")
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "ok   proc: chain (1 entry)" in completed.stdout.splitlines()
+    lines = completed.stdout.splitlines()
+    assert "ok   proc: chain (1 entry, matches the checkpoint at seq 1)" in lines
 
     (memory_root / "proc" / "MEMORY.md").unlink()
     completed = manage(memory_root, "doctor", "--project", "proc")

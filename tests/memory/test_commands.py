@@ -19,7 +19,7 @@ from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 
-from memory import services
+from memory import checkpoints, services
 from memory.models import MemoryEntry, Project, ProjectToken
 from tests.conftest import bearer_client, is_postgres
 from tests.subprocesses import subprocess_database_url
@@ -286,8 +286,12 @@ def tamper(project_id: str, seq: int, content: str) -> None:
 def test_memory_verify_of_an_intact_chain_prints_the_report(listed_project):
     report = run_json("memory", "verify", "--project", "alpha")
     head = MemoryEntry.objects.get(project=listed_project.project, seq=7).hash
+    checkpoint = report.pop("checkpoint")
     assert report == {"ok": True, "entries": 7, "head": head, "first_bad_seq": None,
-                      "checkpoint": None, "problems": []}
+                      "problems": []}
+    # The intact head it verified is recorded, signed by the installation's key.
+    assert (checkpoint["seq"], checkpoint["hash"]) == (7, head)
+    assert checkpoint["key_id"] == checkpoints.key_id()
 
 
 def test_memory_verify_of_an_empty_project_is_ok(alpha):

@@ -206,8 +206,7 @@ STRUCTURAL: dict[str, Callable[[str, int], int]] = {
 
 @pytest.fixture
 def signed(settings: Any) -> None:
-    """A stable SECRET_KEY, as production has; automatic checkpoints out of the way."""
-    settings.SECRET_KEY_EPHEMERAL = False
+    """Automatic checkpoints out of the way: each test takes the ones it means."""
     settings.CHECKPOINT_EVERY = 1000
 
 
@@ -388,14 +387,16 @@ def checkpoint_file(memory_root: Path) -> Path:
     return memory_root / "alpha" / "CHECKPOINTS"
 
 
-def test_each_checkpoint_is_a_signed_line_of_the_file_and_a_row(chained, memory_root):
+def test_each_checkpoint_is_a_signed_line_of_the_file_and_a_row(chained, memory_root, settings):
     lines = checkpoint_file(memory_root).read_text().splitlines()
     rows = list(ChainCheckpoint.objects.filter(project_id="alpha").order_by("seq"))
     assert [r.seq for r in rows] == list(SAMPLE)
     assert lines == [
-        f"v1 {r.seq} {r.hash} {format_timestamp(r.created_at)} {r.mac}" for r in rows
+        f"v2 {r.seq} {r.hash} {format_timestamp(r.created_at)} {r.key_id} {r.mac}" for r in rows
     ]
     assert all(r.hash == row("alpha", r.seq)["hash"] for r in rows)
+    assert {r.key_id for r in rows} == {checkpoints.key_id()}
+    assert len(checkpoints.key_id()) == 16 and checkpoints.key_id() not in settings.SECRET_KEY
 
 
 def test_a_forged_file_line_is_reported(chained, memory_root):
@@ -454,10 +455,54 @@ def test_a_checkpoint_copied_from_another_project_fails_its_hmac(chained, beta):
 
 def test_checkpoints_survive_a_key_rotation_through_the_fallbacks(chained, settings):
     old = settings.SECRET_KEY
+    old_id = checkpoints.key_id(old)
     settings.SECRET_KEY = "a-new-key-" + "x" * 50
-    assert kinds(verify(chained.project)) == {"forged_checkpoint"}
+    report = verify(chained.project)
+    assert kinds(report) == {"forged_checkpoint"}
+    # Each one names the key it lacks, in the table and in the file.
+    assert all(f"signed with key {old_id}" in p.message and "DJANGO_SECRET_KEY_FALLBACKS"
+               in p.message for p in report.problems)
     settings.SECRET_KEY_FALLBACKS = [old]
     assert verify(chained.project).ok is True
+    # New checkpoints are signed with the new key and name it; the old ones still verify.
+    _append(chained.project, 6)
+    taken = services.chain_checkpoint_take(project=chained.project)
+    assert taken is not None and taken.key_id == checkpoints.key_id(settings.SECRET_KEY) != old_id
+    assert verify(chained.project).ok is True
+    settings.SECRET_KEY_FALLBACKS = []
+    assert {p.seq for p in verify(chained.project).problems} == set(SAMPLE)
+
+
+def test_a_key_id_swapped_for_the_current_key_still_fails_the_hmac(chained, settings,
+                                                                   memory_root):
+    # The key id only picks the key: naming the current key for an old line
+    # does not make a line forged under it count.
+    settings.SECRET_KEY, old = "a-new-key-" + "x" * 50, settings.SECRET_KEY
+    path = checkpoint_file(memory_root)
+    text = path.read_text().replace(checkpoints.key_id(old), checkpoints.key_id())
+    path.write_text(text)
+    report = verify(chained.project)
+    file_problems = [p for p in report.problems if "CHECKPOINTS line" in p.message]
+    assert len(file_problems) == len(SAMPLE)
+    assert all("fails its HMAC" in p.message for p in file_problems)
+
+
+def test_v1_lines_and_rows_without_a_key_id_still_verify(chained, memory_root, settings):
+    """Checkpoints from before key ids: every known key is tried."""
+    with triggers_off() as cursor:
+        cursor.execute(f"UPDATE {CHECKPOINTS} SET key_id = NULL")
+    path = checkpoint_file(memory_root)
+    v1 = [f"v1 {r.seq} {r.hash} {format_timestamp(r.created_at)} {r.mac}\n"
+          for r in ChainCheckpoint.objects.filter(project_id="alpha").order_by("seq")]
+    path.write_text("".join(v1))
+    assert verify(chained.project).ok is True
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "a-new-key-" + "x" * 50, [
+        settings.SECRET_KEY]
+    assert verify(chained.project).ok is True
+    settings.SECRET_KEY_FALLBACKS = []
+    report = verify(chained.project)
+    assert kinds(report) == {"forged_checkpoint"}
+    assert all("fails its HMAC" in p.message for p in report.problems)
 
 
 def test_a_torn_last_line_is_ignored_and_cut_before_the_next_append(chained, memory_root):
@@ -468,7 +513,7 @@ def test_a_torn_last_line_is_ignored_and_cut_before_the_next_append(chained, mem
     _append(chained.project, COUNT + 1)
     services.chain_checkpoint_take(project=chained.project)
     lines = path.read_text().splitlines()
-    assert len(lines) == 4 and lines[-1].startswith(f"v1 {COUNT + 1} ")
+    assert len(lines) == 4 and lines[-1].startswith(f"v2 {COUNT + 1} ")
     assert verify(chained.project).ok is True
 
 
@@ -556,20 +601,6 @@ def test_an_import_that_crosses_a_multiple_checkpoints_its_last_entry(
     with django_capture_on_commit_callbacks(execute=True):
         services.memory_entries_import(project=alpha.project, rows=rows)
     assert list(ChainCheckpoint.objects.values_list("seq", flat=True)) == [5]
-
-
-def test_no_checkpoint_is_taken_with_a_key_made_up_at_start(
-    settings, alpha, memory_root, django_capture_on_commit_callbacks
-):
-    settings.SECRET_KEY_EPHEMERAL = True  # development without DJANGO_SECRET_KEY
-    settings.CHECKPOINT_EVERY = 1
-    with django_capture_on_commit_callbacks(execute=True):
-        _append(alpha.project, 1)
-    assert services.chain_checkpoint_take(project=alpha.project) is None
-    assert not ChainCheckpoint.objects.exists()
-    assert not checkpoint_file(memory_root).exists()
-    with pytest.raises(CommandError, match="stable DJANGO_SECRET_KEY"):
-        call_command("memory", "checkpoint", "--project", "alpha", stdout=StringIO())
 
 
 def test_the_checkpoint_command_records_the_head_once(signed, alpha):
