@@ -36,7 +36,6 @@ import fcntl
 import os
 import threading
 import time
-
 from pathlib import Path
 
 from django.db import OperationalError
@@ -120,9 +119,19 @@ def make_database_private(database: str) -> None:
     """Create the database file 0600 if it is missing; take group/other bits off its files.
 
     They hold session keys and every project's memory (docs/security.md).
+    An existing database is never opened here: closing any descriptor of a
+    file drops every POSIX lock this process holds on it, including the
+    locks of SQLite connections open in other threads, which corrupts the
+    database ("How To Corrupt An SQLite Database File", 2.2). O_EXCL only
+    ever creates a file nobody has open yet.
     """
-    fd = os.open(database, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    os.close(fd)
+    try:
+        fd = os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+    except FileExistsError:
+        pass
+    else:
+        os.close(fd)
     for suffix in _DATABASE_FILE_SUFFIXES:
         make_private(Path(database + suffix))
 
