@@ -9,9 +9,11 @@ into one-line messages: ``ApiError`` (the server answered with an error) and
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import random
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -64,6 +66,22 @@ class Response:
         return self.body.decode("utf-8")
 
 
+def is_loopback(host: str) -> bool:
+    """localhost, *.localhost (RFC 6761) or a loopback address: traffic never leaves the machine."""
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def warn_once_on_stderr(message: str) -> None:
+    sys.stderr.write(f"gedweb: warning: {message}\n")
+    sys.stderr.flush()
+
+
 def new_idempotency_key() -> str:
     return f"gedweb-cli-{uuid.uuid4().hex}"
 
@@ -87,6 +105,7 @@ class Client:
     timeout: float = DEFAULT_TIMEOUT
     max_attempts: int = MAX_ATTEMPTS
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    warn: Callable[[str], None] = field(default=warn_once_on_stderr, repr=False)
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
@@ -96,6 +115,8 @@ class Client:
         self._host = parts.hostname
         self._port = parts.port
         self._prefix = parts.path.rstrip("/")
+        # Anyone on the path can read a token sent in clear to another host.
+        self._warn_plain_http = self._scheme == "http" and not is_loopback(self._host)
 
     # --- transport -----------------------------------------------------------
 
@@ -130,6 +151,10 @@ class Client:
                        "User-Agent": "gedweb-cli/1"}
         if self.token:
             all_headers["Authorization"] = f"Bearer {self.token}"
+        if self._warn_plain_http and (self.token or self.memory_token):
+            self._warn_plain_http = False
+            self.warn(f"sending a token over plain http:// to {self._host}, which is not this "
+                      "machine; anyone on the network path can read it (use https://)")
         data = None
         if json_body is not None:
             data = json.dumps(json_body, ensure_ascii=False).encode("utf-8")

@@ -11,6 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
+
+from gedweb.cli.client import Client, NetworkError, is_loopback
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from tests.cli.conftest import LiveServer, run_cli
 
@@ -265,3 +268,39 @@ def test_verify_names_a_forged_middle_link(gedweb_server: LiveServer) -> None:
     assert forged.returncode == 1
     assert json.loads(forged.stdout)["first_bad_seq"] == 3
     assert "seq 3" in forged.stderr
+
+
+# --- a token in clear --------------------------------------------------------------------
+
+
+def test_a_token_over_plain_http_to_another_host_is_warned_about_once(
+    gedweb_server: LiveServer,
+) -> None:
+    # .invalid never resolves (RFC 6761), so nothing leaves the machine; the
+    # CLI retries five times and warns once, before the first attempt.
+    env = gedweb_server.cli_env(GEDWEB_URL="http://gedweb.invalid:8787")
+    result = run_cli("memory", "list", "--project", gedweb_server.project, env=env)
+    assert result.returncode == 3
+    lines = result.stderr.splitlines()
+    assert lines[0] == ("gedweb: warning: sending a token over plain http:// to gedweb.invalid, "
+                        "which is not this machine; anyone on the network path can read it "
+                        "(use https://)")
+    assert len(lines) == 2 and lines[1].startswith("gedweb: cannot reach ")
+    assert gedweb_server.cli_env()["GEDWEB_TOKEN"] not in result.stderr
+
+
+def test_no_warning_for_loopback_https_or_no_token() -> None:
+    assert [is_loopback(h) for h in ("localhost", "LOCALHOST.", "app.localhost", "127.0.0.1",
+                                     "127.8.9.1", "::1")] == [True] * 6
+    assert [is_loopback(h) for h in ("gedweb.example.org", "10.0.0.1", "localhost.example",
+                                     "0.0.0.0")] == [False] * 4
+    for url, token, warned in (("http://localhost:1", "t", 0), ("https://gedweb.invalid", "t", 0),
+                               ("http://gedweb.invalid", None, 0),
+                               ("http://gedweb.invalid", "t", 1)):
+        warnings: list[str] = []
+        client = Client(url, token, max_attempts=2, timeout=1, sleep=lambda _: None,
+                        warn=warnings.append)
+        for _ in range(2):
+            with pytest.raises(NetworkError):
+                client.request("GET", "/v1/projects/x")
+        assert len(warnings) == warned, (url, token, warnings)
