@@ -19,8 +19,9 @@ timeout = 60
 graceful_timeout = 20
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-") or None
 # gunicorn's default logs the whole request line; the path without its query
-# string keeps a token someone put in the URL out of the log.
-access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+# string keeps a token someone put in the URL out of the log. The last field,
+# <pid>, names the worker that answered.
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s" %(p)s'
 errorlog = "-"
 # X-Forwarded-Proto makes a request count as HTTPS only when it comes from a
 # reverse proxy the operator names (GEDWEB_TRUSTED_PROXIES, comma-separated

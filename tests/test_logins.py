@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import redis
 from axes.handlers.proxy import AxesProxyHandler
 from axes.models import AccessAttempt
 from django.conf import settings as django_settings
@@ -364,15 +365,23 @@ def test_a_failed_login_reaches_the_console_of_a_real_process(transactional_db):
     assert WRONG not in output
 
 
-@pytest.fixture
-def redis_logins(settings) -> Iterator[str]:
-    """The cache handler on Redis db 15 under a prefix of this test's own, removed after."""
-    redis = pytest.importorskip("redis")
+def require_redis() -> redis.Redis:
+    """A client of the test Redis; skipped where none runs, a failure on CI (.ci/run starts it)."""
     client = redis.Redis.from_url(REDIS_TEST_URL)
     try:
         client.ping()
     except redis.exceptions.ConnectionError:
+        client.close()
+        if os.environ.get("CI"):
+            pytest.fail("no Redis at 127.0.0.1:6379 on CI", pytrace=False)
         pytest.skip("no Redis at 127.0.0.1:6379")
+    return client
+
+
+@pytest.fixture
+def redis_logins(settings) -> Iterator[str]:
+    """The cache handler on Redis db 15 under a prefix of this test's own, removed after."""
+    client = require_redis()
     prefix = f"gedweb-test-{uuid.uuid4().hex}"
     settings.CACHES = {
         **settings.CACHES,
@@ -405,12 +414,7 @@ def test_with_redis_the_counters_live_in_redis(db, vera, redis_logins):
 
 
 def test_with_redis_one_process_locks_the_login_for_another(transactional_db, django_user_model):
-    redis = pytest.importorskip("redis")
-    connection = redis.Redis.from_url(REDIS_TEST_URL)
-    try:
-        connection.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.skip("no Redis at 127.0.0.1:6379")
+    connection = require_redis()
     # Names of this run only, so parallel runs on one Redis never meet.
     run = uuid.uuid4().hex[:12]
     name = f"redis-{run}"

@@ -3,17 +3,14 @@
 A person logs in through the form and browses, searches and opens an
 entry; a corpus of script-injection payloads stored as agent text never runs,
 first with the CSP enforced and then with the browser told to ignore it, so
-the sanitiser is proven on its own. Skipped, with the reason, where the
-chromium package or the playwright module is missing (.ci/run installs the
-browser; `playwright install` is never used).
+the sanitiser is proven on its own. The browser comes from tests/browser.py:
+skipped outside CI where chromium or playwright is missing, a failure on CI.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,38 +20,18 @@ from governance.standards import standards_import_submit
 from memory import services
 from memory.documents import document_put
 from memory.models import Membership
+from tests.browser import chromium, require_browser
 from tests.pages.conftest import PASSWORD
 from tests.pages.seed import seed_project
 from tests.pages.xss import PAYLOADS
 
-CHROMIUM = Path(os.environ.get("GEDWEB_CHROMIUM", "/usr/bin/chromium"))
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-if not CHROMIUM.exists():
-    pytest.skip(f"no browser: {CHROMIUM} is missing (apt-get install chromium; .ci/run does)",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="the playwright package is missing (pip install -e '.[dev]')")
+require_browser()
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    # Playwright's sync API keeps an asyncio loop on this thread, which makes
-    # Django refuse ORM calls here; the tests' own setup and cleanup are plain
-    # synchronous code, so that guard is lifted while the browser runs.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_api.sync_playwright() as playwright:
-            instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-            yield instance
-            instance.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+    with chromium() as instance:
+        yield instance
 
 
 class Watch:

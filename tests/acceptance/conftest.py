@@ -1,0 +1,184 @@
+"""GedWeb started the way the README starts it, driven only from outside.
+
+`make run` itself runs (migrate, collectstatic, gunicorn with gunicorn.conf.py)
+with the README's environment: no DJANGO_SECRET_KEY, no WEB_CONCURRENCY (so
+gunicorn.conf.py's 2 x CPUs + 1 workers), the demo project of development,
+GEDWEB_ADMIN_TOKEN exported as in "Try it", and a fresh data directory.
+On the PostgreSQL pass DATABASE_URL names a fresh database, as a team's
+installation would; on the SQLite pass it is left unset, so the default
+database in the data directory is used.
+
+Tests talk to it over HTTP (a new TCP connection per request, so requests
+spread over the workers), through Debian's chromium, and through
+`manage.py` run beside it as an operator would.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.security.live_server import REPO, ServerDown, _pg_admin, free_port, suite_engine
+
+MANAGE = [sys.executable, "manage.py"]
+PASSWORD = "acceptance-horse-battery-7"
+
+
+class MadeRun:
+    """One `make run` server in its own process group, with its own data directory."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.admin_token = f"acceptance-admin-{secrets.token_urlsafe(24)}"
+        self.log_path = data_dir.parent / "make-run.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GEDWEB_", "DJANGO_", "GUNICORN_", "FERRYMAN_"))
+               and k not in ("DATABASE_URL", "WEB_CONCURRENCY", "REDIS_URL", "HOST", "PORT")}
+        env.update({"GEDWEB_DATA_DIR": str(data_dir), "GEDWEB_ADMIN_TOKEN": self.admin_token,
+                    "PORT": str(self.port)})
+        self.pg_name: str | None = None
+        if suite_engine() == "postgresql":
+            from django.conf import settings
+
+            db = settings.DATABASES["default"]
+            self.pg_name = f"gedweb_accept_{os.getpid()}_{secrets.token_hex(4)}"
+            env["DATABASE_URL"] = (f"postgres://{db.get('USER') or 'postgres'}@"
+                                   f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/"
+                                   f"{self.pg_name}")
+        self.env = env
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        if self.pg_name:
+            _pg_admin(f'CREATE DATABASE "{self.pg_name}"')
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=REPO,
+                                         env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 180  # migrate + collectstatic + workers booting
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"make run exited: {self.log_tail()}")
+            try:
+                if self.request("GET", "/healthz")[0] == 200:
+                    break
+            except ServerDown:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no /healthz within 180 s: {self.log_tail()}")
+            time.sleep(0.2)
+        # Every worker up, so that requests really spread over them.
+        while len(self.worker_pids()) < self.configured_workers():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"workers did not boot: {self.log_tail()}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+        if self.pg_name:
+            _pg_admin(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+
+    # --- what the log says ------------------------------------------------------------------
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def log_tail(self) -> str:
+        return self.log_text()[-4000:]
+
+    def configured_workers(self) -> int:
+        """The worker count gunicorn.conf.py gives in the server's environment."""
+        code = "import runpy; print(runpy.run_path('gunicorn.conf.py')['workers'])"
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=self.env,
+                              capture_output=True, text=True, timeout=30, check=True)
+        return int(done.stdout)
+
+    def worker_pids(self) -> set[int]:
+        return {int(pid) for pid in re.findall(r"Booting worker with pid: (\d+)", self.log_text())}
+
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size
+
+    def answering_workers(self, since: int) -> set[int]:
+        """The pids of the workers that answered the requests logged after byte ``since``.
+
+        gunicorn.conf.py ends each access-log line with the worker's <pid>.
+        """
+        with open(self.log_path, "rb") as log:
+            log.seek(since)
+            text = log.read().decode(errors="replace")
+        return {int(pid) for pid in re.findall(r'" \d{3} .* <(\d+)>$', text, flags=re.MULTILINE)}
+
+    # --- talking to it ----------------------------------------------------------------------
+
+    def request(self, method: str, path: str, token: str | None = None, body: Any = None,
+                headers: dict[str, str] | None = None,
+                cookies: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
+        """One request on a new connection, as a fresh client (or a new worker) sees it."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        if cookies:
+            all_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            all_headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, path, body=data, headers=all_headers)
+            response = conn.getresponse()
+            payload = response.read()
+            response_headers = {k.lower(): v for k, v in response.getheaders()}
+        except (OSError, http.client.HTTPException) as exc:
+            raise ServerDown(repr(exc)) from exc
+        finally:
+            conn.close()
+        kind = response_headers.get("content-type", "")
+        parsed = json.loads(payload) if payload and "json" in kind else payload
+        return response.status, parsed, response_headers
+
+    def manage(self, *args: str, stdin: str | None = None,
+               **extra_env: str) -> subprocess.CompletedProcess[str]:
+        """`.venv/bin/python manage.py ...` beside the server, with its environment."""
+        return subprocess.run([*MANAGE, *args], cwd=REPO, env={**self.env, **extra_env},
+                              input=stdin, capture_output=True, text=True, timeout=180,
+                              check=False)
+
+    def shell(self, code: str) -> str:
+        done = self.manage("shell", "-c", code)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+
+@pytest.fixture(scope="module")
+def made_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MadeRun]:
+    server = MadeRun(tmp_path_factory.mktemp("made-run") / "data")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
