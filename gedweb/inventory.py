@@ -34,7 +34,7 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "memory.Membership",
         "storage": "database",
-        "producer": "operators in Django admin (Membership admin, Project page inline)",
+        "producer": "memory.services.membership_set (`manage.py member add`, Django admin)",
         "consumers": ["pages (Project.objects.visible_to)"],
         "authority": "machine-authority",
         "lifecycle": "one per (user, project): viewer or operator; changed or removed by operators",

@@ -128,7 +128,7 @@ class GovernanceRevision(AppendOnlyModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.work_id} r{self.revision}"
+        return f"revision {self.revision} of {self.work.work_id}"
 
     @property
     def document_without_evidence(self) -> dict[str, Any]:
@@ -158,7 +158,7 @@ class EvidenceRecord(AppendOnlyModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.work_id} evidence {self.evidence_id}"
+        return f"evidence {self.evidence_id} of {self.work.work_id}"
 
     @property
     def record(self) -> dict[str, Any]:
@@ -194,7 +194,7 @@ class WorkFile(AppendOnlyModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.work_id}/{self.name} v{self.version}"
+        return f"{self.work.work_id}/{self.name} version {self.version}"
 
 
 class TaskArtifact(AppendOnlyModel):
@@ -227,7 +227,7 @@ class TaskArtifact(AppendOnlyModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.work_id}/tasks/{self.task_id}/{self.name} v{self.version}"
+        return f"{self.work.work_id}/tasks/{self.task_id}/{self.name} version {self.version}"
 
 
 class ActiveWork(models.Model):
@@ -260,7 +260,7 @@ class ActiveWork(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.project_id} session {self.session_key} -> {self.work_id}"
+        return f"{self.project_id} session {self.session_key} -> {self.work.work_id}"
 
     def as_dict(self) -> dict[str, Any]:
         from gedweb.lib.governance import format_time

@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -25,6 +26,7 @@ from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from memory import checkpoints, mirror
 from memory.models import (
+    Membership,
     MemoryCandidate,
     MemoryEntry,
     Project,
@@ -543,11 +545,6 @@ def candidate_reject(*, project: Project, candidate: MemoryCandidate, by: str) -
 
 
 # --- memberships -------------------------------------------------------------
-
-# Kept with the membership writes rather than in the import block above.
-from django.contrib.auth.models import AbstractBaseUser  # noqa: E402
-
-from memory.models import Membership  # noqa: E402
 
 
 def membership_set(

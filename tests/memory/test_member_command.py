@@ -255,18 +255,6 @@ def test_create_with_a_bad_username_is_refused(alpha):
     assert not User.objects.exists() and not Membership.objects.exists()
 
 
-def test_a_refused_membership_leaves_no_created_user_behind(alpha, monkeypatch):
-    def refuse(**kwargs: Any) -> None:
-        assert User.objects.filter(username="cleo").exists()  # created, not yet committed
-        raise ValidationError({"role": ["refused for this test"]})
-
-    monkeypatch.setattr(services, "membership_set", refuse)
-    error = refused("member", "add", "cleo", "alpha", "--role", "viewer", "--create",
-                    stdin=StringIO(PASSWORD + "\n"))
-    assert "refused for this test" in str(error)
-    assert not User.objects.exists() and not Membership.objects.exists()
-
-
 def test_create_on_a_terminal_prompts_twice_without_echo(alpha, monkeypatch):
     prompts: list[str] = []
 
