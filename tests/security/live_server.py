@@ -79,6 +79,8 @@ class LiveGunicorn:
         env.update({
             "DJANGO_SETTINGS_MODULE": "gedweb.settings",
             "DATABASE_URL": self.database_url,
+            # An installation of its own: its own secret key, static files.
+            "GEDWEB_DATA_DIR": str(tmp / "data"),
             "GEDWEB_MEMORY_ROOT": str(tmp / "memory"),
             "GEDWEB_ADMIN_TOKEN": self.admin_token,
             "GEDWEB_MEMORY_WRITE_TOKEN": self.memory_token,
