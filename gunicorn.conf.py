@@ -1,6 +1,7 @@
 """gunicorn settings for `make run`; HOST, PORT, WEB_CONCURRENCY, GUNICORN_THREADS override them."""
 
 import os
+from pathlib import Path
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8787')}"
 # A request spends most of its time on the CPU in Python, so parallelism
@@ -28,3 +29,10 @@ errorlog = "-"
 # addresses; none by default), so a client cannot make a plain request look
 # secure. gedweb/settings.py checks the same variable.
 forwarded_allow_ips = os.environ.get("GEDWEB_TRUSTED_PROXIES", "").replace(" ", "")
+
+# gunicorn's control socket (gunicornc) lives in the installation's data
+# directory, not the shared ~/.gunicorn/gunicorn.ctl, where two servers on
+# one account (two checkouts, the test suite) would take over each other's.
+_data_dir = Path(os.environ.get("GEDWEB_DATA_DIR") or "./.data")
+_data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+control_socket = str(_data_dir.resolve() / "gunicorn.ctl")

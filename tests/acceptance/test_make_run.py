@@ -275,3 +275,36 @@ def test_the_data_directory_and_its_files_are_private(people: MadeRun) -> None:
         assert {p.name for p in databases} >= {"gedweb.sqlite3", "gedweb.sqlite3-wal"}
     for path in databases:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+# --- password guessing ------------------------------------------------------------------
+
+
+def test_guessing_is_throttled_across_workers_and_an_operator_can_lift_it(
+    people: MadeRun,
+) -> None:
+    def attempt(password: str) -> tuple[int, bytes, dict[str, str]]:
+        status, page, headers = people.request("GET", "/admin/login/",
+                                               headers={"Accept": "text/html"})
+        assert status == 200
+        csrf = re.search(r"csrftoken=([^;]+)", headers["set-cookie"]).group(1)
+        form = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        body = urlencode({"username": "root", "password": password, "next": "/admin/",
+                          "csrfmiddlewaretoken": form.decode()})
+        return _post_form(people, "/admin/login/", body, {"csrftoken": csrf})
+
+    since = people.log_size()
+    statuses = [attempt(f"wrong-{n}")[0] for n in range(5)]
+    assert statuses == [200, 200, 200, 200, 429]  # the fifth failure locks
+    status, page, headers = attempt(PASSWORD)  # the right password, too late
+    assert status == 429 and "sessionid" not in headers.get("set-cookie", "")
+    assert b"Try again in 15 minutes" in page
+    assert len(people.answering_workers(since)) >= 2  # counted across workers
+    log = people.log_text()
+    assert 'AXES: New login failure by {username: "root"' in log
+    assert "wrong-0" not in log and PASSWORD not in log
+    # The operator's way out, beside the server.
+    done = people.manage("axes_reset")
+    assert done.returncode == 0, done.stderr
+    status, _, headers = attempt(PASSWORD)
+    assert status == 302 and "sessionid=" in headers["set-cookie"]
