@@ -15,8 +15,6 @@ spread over the workers), through Debian's chromium, and through
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import re
 import secrets
@@ -30,7 +28,14 @@ from typing import Any
 
 import pytest
 
-from tests.security.live_server import REPO, ServerDown, _pg_admin, free_port, suite_engine
+from tests.security.live_server import (
+    REPO,
+    ServerDown,
+    _pg_admin,
+    free_port,
+    http_request,
+    suite_engine,
+)
 
 MANAGE = [sys.executable, "manage.py"]
 PASSWORD = "acceptance-horse-battery-7"
@@ -138,28 +143,7 @@ class MadeRun:
                 headers: dict[str, str] | None = None,
                 cookies: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
         """One request on a new connection, as a fresh client (or a new worker) sees it."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        all_headers = {"Accept": "application/json", **(headers or {})}
-        if token:
-            all_headers["Authorization"] = f"Bearer {token}"
-        if cookies:
-            all_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            all_headers["Content-Type"] = "application/json"
-        try:
-            conn.request(method, path, body=data, headers=all_headers)
-            response = conn.getresponse()
-            payload = response.read()
-            response_headers = {k.lower(): v for k, v in response.getheaders()}
-        except (OSError, http.client.HTTPException) as exc:
-            raise ServerDown(repr(exc)) from exc
-        finally:
-            conn.close()
-        kind = response_headers.get("content-type", "")
-        parsed = json.loads(payload) if payload and "json" in kind else payload
-        return response.status, parsed, response_headers
+        return http_request(self.port, method, path, token, body, headers, cookies, timeout=60)
 
     def manage(self, *args: str, stdin: str | None = None,
                **extra_env: str) -> subprocess.CompletedProcess[str]:

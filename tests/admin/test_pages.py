@@ -98,7 +98,10 @@ def test_inline_rows_say_what_they_are(root, alpha):
     assert f"{item.pk} r0" not in html and f"{item.pk} r1" not in html
     record = EvidenceRecord.objects.get(work=item)
     assert f"evidence {record.evidence_id} of {item.work_id}" in html
-    assert str(record) not in html  # "<work pk> evidence <id>"
+    assert f"{item.pk} evidence {record.evidence_id}" not in html  # the database id's label
+    # The object's own name (breadcrumbs, history) says the same.
+    assert str(record) == f"evidence {record.evidence_id} of {item.work_id}"
+    assert str(item.revisions.get(revision=1)) == f"revision 1 of {item.work_id}"
 
 
 def test_the_site_says_gedweb(root):

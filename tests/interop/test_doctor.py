@@ -28,7 +28,8 @@ from memory import mirror, services
 from memory.models import MemoryEntry
 from tests.conftest import is_postgres
 from tests.governance.support import add_evidence, open_work
-from tests.memory.test_commands import manage, tamper
+from tests.memory.test_commands import tamper
+from tests.subprocesses import manage
 
 SKILL = "---\nname: deploy\ndescription: Ships the release.\n---\nRun the deploy script.\n"
 

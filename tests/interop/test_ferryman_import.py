@@ -20,7 +20,7 @@ from django.core.management import CommandError, call_command
 from memory import ferryman, mirror, services
 from memory.models import MemoryEntry
 from tests.conftest import run_in_threads
-from tests.memory.test_commands import manage
+from tests.subprocesses import manage
 
 FERRYMAN_SCHEMA = """
 CREATE TABLE IF NOT EXISTS projects (

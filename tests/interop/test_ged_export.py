@@ -29,7 +29,7 @@ from tests.interop.gedpi_trees import (
     write_tree,
 )
 from tests.interop.test_ged_import import database
-from tests.memory.test_commands import manage
+from tests.subprocesses import manage
 
 
 def command(name: str, *args: str) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from tests.interop.gedpi_trees import (
     sha,
     write_tree,
 )
-from tests.memory.test_commands import manage
+from tests.subprocesses import manage
 
 
 def run(*args: str) -> dict[str, Any]:

@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from io import StringIO
-from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 
 from memory import checkpoints, services
 from memory.models import MemoryEntry, Project, ProjectToken
 from tests.conftest import bearer_client, is_postgres
-from tests.subprocesses import subprocess_database_url
+from tests.subprocesses import manage
 
 
 def run(*args: str) -> str:
@@ -328,27 +325,6 @@ def test_memory_verify_of_an_unknown_project_is_refused(db):
 # --- as a real process ------------------------------------------------------------------
 
 
-def manage(memory_root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GEDWEB_", "DJANGO_", "DATABASE_URL"))
-    }
-    env.update(
-        DATABASE_URL=subprocess_database_url(),
-        GEDWEB_MEMORY_ROOT=str(memory_root),
-        GEDWEB_DEMO_PROJECT="false",
-    )
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=django_settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_bad_input_to_a_real_command_is_one_line_on_stderr_without_a_traceback(
     live_db, make_project, memory_root
 ):
@@ -379,8 +355,6 @@ def test_a_real_verify_of_a_tampered_chain_exits_1(live_db, make_project, memory
 
 
 def test_a_missing_option_is_one_line_on_stderr(tmp_path):
-    import subprocess
-    import sys
 
     result = subprocess.run(
         [sys.executable, "manage.py", "memory", "add", "--project", "demo"],

@@ -9,11 +9,7 @@ clear.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from io import StringIO
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +21,7 @@ from django.test import Client
 
 from memory import services
 from memory.models import Membership, format_timestamp
-from tests.subprocesses import subprocess_database_url
+from tests.subprocesses import manage
 
 PASSWORD = "tidal-quokka-lantern-4821"
 
@@ -373,28 +369,6 @@ def test_membership_remove_returns_how_many_it_deleted(alpha, ana):
 
 
 # --- as a real process --------------------------------------------------------------
-
-
-def manage(memory_root: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GEDWEB_", "DJANGO_", "DATABASE_URL"))
-    }
-    env.update(
-        DATABASE_URL=subprocess_database_url(),
-        GEDWEB_MEMORY_ROOT=str(memory_root),
-        GEDWEB_DEMO_PROJECT="false",
-    )
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=django_settings.BASE_DIR,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_a_real_add_create_reads_the_password_from_stdin(live_db, make_project, memory_root):

@@ -11,19 +11,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
 from gedweb.lib.mirror import render_full
 from memory import mirror, services
 from memory.models import MemoryEntry
-from tests.subprocesses import subprocess_database_url
+from tests.subprocesses import manage
 
 VARIED_CONTENT = [
     "plain decision",
@@ -477,36 +474,11 @@ def test_follow_once_catches_up_a_mirror_that_fell_behind(alpha, append, setting
 # --- crashes: a child process SIGKILLed at each failpoint ---------------------------------
 
 
-def manage(
-    memory_root: Path, *args: str, failpoint: str | None = None
-) -> subprocess.CompletedProcess:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GEDWEB_", "DJANGO_", "DATABASE_URL"))
-    }
-    env.update(
-        DATABASE_URL=subprocess_database_url(),
-        GEDWEB_MEMORY_ROOT=str(memory_root),
-        GEDWEB_DEMO_PROJECT="false",
-    )
-    if failpoint is not None:
-        env["GEDWEB_FAILPOINT"] = failpoint
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=django_settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def cli_add(memory_root: Path, project_id: str, content: str, failpoint: str | None = None):
     return manage(
         memory_root,
         "memory", "add", "--project", project_id, "--category", "decision", "--content", content,
-        failpoint=failpoint,
+        **({"GEDWEB_FAILPOINT": failpoint} if failpoint else {}),
     )
 
 

@@ -54,6 +54,34 @@ def _pg_admin(sql: str) -> None:
         conn.execute(sql)
 
 
+def http_request(port: int, method: str, path: str, token: str | None = None, body: Any = None,
+                 headers: dict[str, str] | None = None, cookies: dict[str, str] | None = None,
+                 timeout: float = 30) -> tuple[int, Any, dict[str, str]]:
+    """One request on a new connection to 127.0.0.1:port: (status, JSON or bytes, headers)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    all_headers = {"Accept": "application/json", **(headers or {})}
+    if token:
+        all_headers["Authorization"] = f"Bearer {token}"
+    if cookies:
+        all_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        all_headers["Content-Type"] = "application/json"
+    try:
+        conn.request(method, path, body=data, headers=all_headers)
+        response = conn.getresponse()
+        payload = response.read()
+        response_headers = {k.lower(): v for k, v in response.getheaders()}
+    except (OSError, http.client.HTTPException) as exc:
+        raise ServerDown(repr(exc)) from exc
+    finally:
+        conn.close()
+    content_type = response_headers.get("content-type", "")
+    parsed = json.loads(payload) if payload and "json" in content_type else payload
+    return response.status, parsed, response_headers
+
+
 class LiveGunicorn:
     def __init__(self, tmp: Path, **extra_env: str) -> None:
         self.tmp = tmp
@@ -169,26 +197,7 @@ class LiveGunicorn:
     def request(self, method: str, path: str, token: str | None = None, body: Any = None,
                 headers: dict[str, str] | None = None,
                 timeout: float = 30) -> tuple[int, Any, dict[str, str]]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        all_headers = {"Accept": "application/json", **(headers or {})}
-        if token:
-            all_headers["Authorization"] = f"Bearer {token}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            all_headers["Content-Type"] = "application/json"
-        try:
-            conn.request(method, path, body=data, headers=all_headers)
-            response = conn.getresponse()
-            payload = response.read()
-            response_headers = {k.lower(): v for k, v in response.getheaders()}
-        except (OSError, http.client.HTTPException) as exc:
-            raise ServerDown(repr(exc)) from exc
-        finally:
-            conn.close()
-        content_type = response_headers.get("content-type", "")
-        parsed = json.loads(payload) if payload and "json" in content_type else payload
-        return response.status, parsed, response_headers
+        return http_request(self.port, method, path, token, body, headers, timeout=timeout)
 
     def new_project(self, project_id: str) -> str:
         status, body, _ = self.request("POST", "/v1/projects", self.admin_token,
