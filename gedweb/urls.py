@@ -9,6 +9,7 @@ from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from gedweb import converters  # noqa: F401  (registers the path converters)
 from memory import views as pages
 from memory.api import views as api
 
@@ -36,8 +37,8 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("p/<str:project_id>/", include("memory.urls")),
-    path("p/<str:project_id>/", include("governance.urls")),
+    path("p/<project:project_id>/", include("memory.urls")),
+    path("p/<project:project_id>/", include("governance.urls")),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path(
         "v1/docs",
@@ -46,7 +47,8 @@ urlpatterns = [
     ),
     path("v1/", include("memory.api.urls")),
     path("v1/", include("governance.api.urls")),
-    # Last: any other /v1 path is a JSON 404, whatever DEBUG says.
+    # Last: any other /v1 path is a JSON 404, whatever DEBUG says; so is a
+    # path value that fits no converter (gedweb/converters.py).
     re_path(r"^v1(?:/.*)?$", api.NotFoundView.as_view()),
 ]
 

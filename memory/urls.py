@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from gedweb import converters  # noqa: F401  (registers the path converters)
 from memory import views
 
 app_name = "memory"
@@ -11,9 +12,9 @@ app_name = "memory"
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("memory/", views.entry_list, name="entry-list"),
-    path("memory/<str:ref>", views.entry_detail, name="entry-detail"),
+    path("memory/<ref:ref>", views.entry_detail, name="entry-detail"),
     path("mirror/", views.mirror, name="mirror"),
     path("MEMORY.md", views.mirror_text, name="mirror-text"),
     path("documents/", views.document_list, name="document-list"),
-    path("documents/<path:path>", views.document_detail, name="document-detail"),
+    path("documents/<docpath:path>", views.document_detail, name="document-detail"),
 ]

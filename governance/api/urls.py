@@ -2,42 +2,43 @@ from __future__ import annotations
 
 from django.urls import path
 
+from gedweb import converters  # noqa: F401  (registers the path converters)
 from governance.api import context, skills, standards, views
 
 app_name = "governance-api"
 
-WORK = "projects/<str:project_id>/work/<str:work_id>"
+WORK = "projects/<project:project_id>/work/<work:work_id>"
 GOV = f"{WORK}/governance"
-STANDARDS = "projects/<str:project_id>/standards"
-SKILLS = "projects/<str:project_id>/skills"
+STANDARDS = "projects/<project:project_id>/standards"
+SKILLS = "projects/<project:project_id>/skills"
 
 urlpatterns = [
     path("contract", context.ContractView.as_view(), name="contract"),
-    path("projects/<str:project_id>/context", context.ContextView.as_view(), name="context"),
-    path("projects/<str:project_id>/work", views.WorkListView.as_view(), name="work-list"),
+    path("projects/<project:project_id>/context", context.ContextView.as_view(), name="context"),
+    path("projects/<project:project_id>/work", views.WorkListView.as_view(), name="work-list"),
     path(WORK, views.WorkDetailView.as_view(), name="work-detail"),
-    path(f"{WORK}/files/<str:name>", views.WorkFileView.as_view(), name="work-file"),
+    path(f"{WORK}/files/<filename:name>", views.WorkFileView.as_view(), name="work-file"),
     path(
-        f"{WORK}/tasks/<str:task_id>/<str:name>",
+        f"{WORK}/tasks/<task:task_id>/<filename:name>",
         views.TaskArtifactView.as_view(),
         name="task-artifact",
     ),
     path(GOV, views.GovernanceView.as_view(), name="governance"),
     path(f"{GOV}/state.md", views.StateProjectionView.as_view(), name="state-md"),
     path(f"{GOV}/revisions", views.RevisionListView.as_view(), name="revision-list"),
-    path(f"{GOV}/revisions/<int:number>", views.RevisionDetailView.as_view(),
+    path(f"{GOV}/revisions/<number:number>", views.RevisionDetailView.as_view(),
          name="revision-detail"),
     path(f"{GOV}/evidence", views.EvidenceView.as_view(), name="evidence"),
     path(f"{GOV}/update", views.UpdateView.as_view(), name="update"),
     path(f"{GOV}/mutations", views.MutationBeginView.as_view(), name="mutation-begin"),
-    path(f"{GOV}/mutations/<str:pending_id>/complete", views.MutationCompleteView.as_view(),
+    path(f"{GOV}/mutations/<text:pending_id>/complete", views.MutationCompleteView.as_view(),
          name="mutation-complete"),
-    path(f"{GOV}/mutations/<str:pending_id>/clear", views.MutationClearView.as_view(),
+    path(f"{GOV}/mutations/<text:pending_id>/clear", views.MutationClearView.as_view(),
          name="mutation-clear"),
     path(f"{GOV}/commits", views.CommitBeginView.as_view(), name="commit-begin"),
-    path(f"{GOV}/commits/<str:pending_id>/complete", views.CommitCompleteView.as_view(),
+    path(f"{GOV}/commits/<text:pending_id>/complete", views.CommitCompleteView.as_view(),
          name="commit-complete"),
-    path(f"{GOV}/commits/<str:pending_id>/clear", views.CommitClearView.as_view(),
+    path(f"{GOV}/commits/<text:pending_id>/clear", views.CommitClearView.as_view(),
          name="commit-clear"),
     path(f"{GOV}/lifecycle", views.LifecycleView.as_view(), name="lifecycle"),
     path(f"{GOV}/guard", views.GuardView.as_view(), name="guard"),
@@ -45,18 +46,18 @@ urlpatterns = [
     path(f"{STANDARDS}/state", standards.StandardsStateView.as_view(), name="standards-state"),
     path(f"{STANDARDS}/imports", standards.StandardsImportListView.as_view(),
          name="standards-import-list"),
-    path(f"{STANDARDS}/imports/<int:import_id>", standards.StandardsImportDetailView.as_view(),
+    path(f"{STANDARDS}/imports/<number:import_id>", standards.StandardsImportDetailView.as_view(),
          name="standards-import-detail"),
-    path(f"{STANDARDS}/imports/<int:import_id>/accept", standards.StandardsAcceptView.as_view(),
+    path(f"{STANDARDS}/imports/<number:import_id>/accept", standards.StandardsAcceptView.as_view(),
          name="standards-import-accept"),
-    path(f"{STANDARDS}/imports/<int:import_id>/reject", standards.StandardsRejectView.as_view(),
+    path(f"{STANDARDS}/imports/<number:import_id>/reject", standards.StandardsRejectView.as_view(),
          name="standards-import-reject"),
     path(SKILLS, skills.SkillListView.as_view(), name="skill-list"),
     # Before <name>: "match" is therefore not available as a skill name.
     path(f"{SKILLS}/match", skills.SkillMatchView.as_view(), name="skill-match"),
-    path(f"{SKILLS}/<str:name>", skills.SkillDetailView.as_view(), name="skill-detail"),
+    path(f"{SKILLS}/<text:name>", skills.SkillDetailView.as_view(), name="skill-detail"),
     path(
-        "projects/<str:project_id>/sessions/<str:session_id>/active-work",
+        "projects/<project:project_id>/sessions/<session:session_id>/active-work",
         views.ActiveWorkView.as_view(),
         name="active-work",
     ),

@@ -2,62 +2,63 @@ from __future__ import annotations
 
 from django.urls import path
 
+from gedweb import converters  # noqa: F401  (registers the path converters)
 from memory.api import views
 
 app_name = "memory-api"
 
 urlpatterns = [
     path("projects", views.ProjectListView.as_view(), name="project-list"),
-    path("projects/<str:project_id>", views.ProjectDetailView.as_view(), name="project-detail"),
+    path("projects/<project:project_id>", views.ProjectDetailView.as_view(), name="project-detail"),
     path(
-        "projects/<str:project_id>/memory",
+        "projects/<project:project_id>/memory",
         views.EntryListView.as_view(),
         name="entry-list",
     ),
     path(
-        "projects/<str:project_id>/memory.md",
+        "projects/<project:project_id>/memory.md",
         views.MirrorTextView.as_view(),
         name="mirror-text",
     ),
     path(
-        "projects/<str:project_id>/memory/verify",
+        "projects/<project:project_id>/memory/verify",
         views.VerifyView.as_view(),
         name="entry-verify",
     ),
     path(
-        "projects/<str:project_id>/memory/candidates",
+        "projects/<project:project_id>/memory/candidates",
         views.CandidateListView.as_view(),
         name="candidate-list",
     ),
     path(
-        "projects/<str:project_id>/memory/candidates/<str:candidate_id>/approve",
+        "projects/<project:project_id>/memory/candidates/<uuid_text:candidate_id>/approve",
         views.CandidateApproveView.as_view(),
         name="candidate-approve",
     ),
     path(
-        "projects/<str:project_id>/memory/candidates/<str:candidate_id>/reject",
+        "projects/<project:project_id>/memory/candidates/<uuid_text:candidate_id>/reject",
         views.CandidateRejectView.as_view(),
         name="candidate-reject",
     ),
     path(
-        "projects/<str:project_id>/documents",
+        "projects/<project:project_id>/documents",
         views.DocumentListView.as_view(),
         name="document-list",
     ),
     # Document paths hold slashes (adr/<id>.md) and always end in ".md", so
     # ".../revisions" can only mean the history route.
     path(
-        "projects/<str:project_id>/documents/<path:path>/revisions",
+        "projects/<project:project_id>/documents/<docpath:path>/revisions",
         views.DocumentRevisionListView.as_view(),
         name="document-revisions",
     ),
     path(
-        "projects/<str:project_id>/documents/<path:path>",
+        "projects/<project:project_id>/documents/<docpath:path>",
         views.DocumentDetailView.as_view(),
         name="document-detail",
     ),
     path(
-        "projects/<str:project_id>/memory/<str:ref>",
+        "projects/<project:project_id>/memory/<ref:ref>",
         views.EntryDetailView.as_view(),
         name="entry-detail",
     ),

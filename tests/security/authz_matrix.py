@@ -88,8 +88,8 @@ def write(status: int) -> tuple[int, ...]:
     return (401, 401, 401, 404, status, status, status)
 
 
-P = "v1/projects/<str:project_id>"
-W = f"{P}/work/<str:work_id>"
+P = "v1/projects/<project:project_id>"
+W = f"{P}/work/<work:work_id>"
 G = f"{W}/governance"
 
 MEMORY = "memory.MemoryEntry"
@@ -136,24 +136,24 @@ API: list[Row] = [
     Row("GET", f"{P}/memory", READ, "list, search, filter", "/v1/projects/{p}/memory"),
     Row("POST", f"{P}/memory", MEMORY_APPEND, "memory write: project token + X-Memory-Token; "
         "403 memory_write_forbidden", "/v1/projects/{p}/memory", "entry", rw(MEMORY), MW),
-    Row("GET", f"{P}/memory/<str:ref>", READ, "by seq or uuid", "/v1/projects/{p}/memory/{seq}"),
+    Row("GET", f"{P}/memory/<ref:ref>", READ, "by seq or uuid", "/v1/projects/{p}/memory/{seq}"),
     Row("GET", f"{P}/memory/verify", READ, "", "/v1/projects/{p}/memory/verify"),
     Row("GET", f"{P}/memory.md", READ, "the mirror text", "/v1/projects/{p}/memory.md"),
     Row("GET", f"{P}/memory/candidates", READ, "", "/v1/projects/{p}/memory/candidates"),
     Row("POST", f"{P}/memory/candidates", write(201), "any project token proposes",
         "/v1/projects/{p}/memory/candidates", "candidate", rw(CANDIDATE)),
-    Row("POST", f"{P}/memory/candidates/<str:candidate_id>/approve", MEMORY_DECIDE,
+    Row("POST", f"{P}/memory/candidates/<uuid_text:candidate_id>/approve", MEMORY_DECIDE,
         "memory write; 403 memory_write_forbidden",
         "/v1/projects/{p}/memory/candidates/{candidate}/approve", None, rw(CANDIDATE, MEMORY), MW),
-    Row("POST", f"{P}/memory/candidates/<str:candidate_id>/reject", MEMORY_DECIDE,
+    Row("POST", f"{P}/memory/candidates/<uuid_text:candidate_id>/reject", MEMORY_DECIDE,
         "memory write; 403 memory_write_forbidden",
         "/v1/projects/{p}/memory/candidates/{candidate}/reject", None, rw(CANDIDATE), MW),
     # --- documents ------------------------------------------------
     Row("GET", f"{P}/documents", READ, "", "/v1/projects/{p}/documents"),
-    Row("GET", f"{P}/documents/<path:path>", READ, "", "/v1/projects/{p}/documents/PROJECT.md"),
-    Row("PUT", f"{P}/documents/<path:path>", write(201), "not a memory write",
+    Row("GET", f"{P}/documents/<docpath:path>", READ, "", "/v1/projects/{p}/documents/PROJECT.md"),
+    Row("PUT", f"{P}/documents/<docpath:path>", write(201), "not a memory write",
         "/v1/projects/{p}/documents/adr/0002-matrix.md", "document", rw(DOCUMENT)),
-    Row("GET", f"{P}/documents/<path:path>/revisions", READ, "",
+    Row("GET", f"{P}/documents/<docpath:path>/revisions", READ, "",
         "/v1/projects/{p}/documents/PROJECT.md/revisions"),
     # --- context and inventory --------------------------------------------------------------
     Row("GET", f"{P}/context", READ, "every delivery is logged", "/v1/projects/{p}/context",
@@ -164,18 +164,19 @@ API: list[Row] = [
     Row("POST", f"{P}/work", write(201), "", "/v1/projects/{p}/work", "work",
         rw("governance.WorkItem", REVISION, "governance.WorkFile")),
     Row("GET", W, READ, "", "/v1/projects/{p}/work/{work}"),
-    Row("GET", f"{W}/files/<str:name>", READ, "", "/v1/projects/{p}/work/{work}/files/DIRECT.md"),
-    Row("PUT", f"{W}/files/<str:name>", write(200), "",
+    Row("GET", f"{W}/files/<filename:name>", READ, "",
+        "/v1/projects/{p}/work/{work}/files/DIRECT.md"),
+    Row("PUT", f"{W}/files/<filename:name>", write(200), "",
         "/v1/projects/{p}/work/{work}/files/DIRECT.md", "file", rw("governance.WorkFile")),
-    Row("GET", f"{W}/tasks/<str:task_id>/<str:name>", READ, "",
+    Row("GET", f"{W}/tasks/<task:task_id>/<filename:name>", READ, "",
         "/v1/projects/{p}/work/{work}/tasks/t1/BRIEF.md"),
-    Row("PUT", f"{W}/tasks/<str:task_id>/<str:name>", write(200), "",
+    Row("PUT", f"{W}/tasks/<task:task_id>/<filename:name>", write(200), "",
         "/v1/projects/{p}/work/{work}/tasks/t1/BRIEF.md", "file", rw("governance.TaskArtifact")),
     # --- governance ------------------------------------------------
     Row("GET", G, READ, "", "/v1/projects/{p}/work/{work}/governance"),
     Row("GET", f"{G}/state.md", READ, "", "/v1/projects/{p}/work/{work}/governance/state.md"),
     Row("GET", f"{G}/revisions", READ, "", "/v1/projects/{p}/work/{work}/governance/revisions"),
-    Row("GET", f"{G}/revisions/<int:number>", READ, "",
+    Row("GET", f"{G}/revisions/<number:number>", READ, "",
         "/v1/projects/{p}/work/{work}/governance/revisions/1"),
     Row("POST", f"{G}/evidence", write(200), "", "/v1/projects/{p}/work/{work}/governance/evidence",
         "evidence", GOV_WRITES),
@@ -183,30 +184,30 @@ API: list[Row] = [
         "update", rw(REVISION)),
     Row("POST", f"{G}/mutations", write(200), "",
         "/v1/projects/{p}/work/{work}/governance/mutations", "mutation", rw(REVISION)),
-    Row("POST", f"{G}/mutations/<str:pending_id>/complete", write(200), "",
+    Row("POST", f"{G}/mutations/<text:pending_id>/complete", write(200), "",
         "/v1/projects/{p}/work/{mutating}/governance/mutations/mut-a/complete",
         "mutation_complete", GOV_WRITES),
-    Row("POST", f"{G}/mutations/<str:pending_id>/clear", write(200), "",
+    Row("POST", f"{G}/mutations/<text:pending_id>/clear", write(200), "",
         "/v1/projects/{p}/work/{mutating}/governance/mutations/mut-a/clear", "mutation_clear",
         rw(REVISION)),
     Row("POST", f"{G}/commits", write(200), "",
         "/v1/projects/{p}/work/{verified}/governance/commits", "commit", rw(REVISION)),
-    Row("POST", f"{G}/commits/<str:pending_id>/complete", write(200), "",
+    Row("POST", f"{G}/commits/<text:pending_id>/complete", write(200), "",
         "/v1/projects/{p}/work/{committing}/governance/commits/commit-a/complete",
         "commit_complete", GOV_WRITES),
-    Row("POST", f"{G}/commits/<str:pending_id>/clear", write(200), "",
+    Row("POST", f"{G}/commits/<text:pending_id>/clear", write(200), "",
         "/v1/projects/{p}/work/{committing}/governance/commits/commit-a/clear", "commit_clear",
         rw(REVISION)),
     Row("POST", f"{G}/lifecycle", write(200), "",
         "/v1/projects/{p}/work/{work}/governance/lifecycle", "lifecycle", rw(REVISION)),
     Row("POST", f"{G}/guard", write(200), "a question; writes nothing",
         "/v1/projects/{p}/work/{work}/governance/guard", "guard"),
-    Row("GET", f"{P}/sessions/<str:session_id>/active-work", READ, "",
+    Row("GET", f"{P}/sessions/<session:session_id>/active-work", READ, "",
         "/v1/projects/{p}/sessions/sess-a/active-work"),
-    Row("PUT", f"{P}/sessions/<str:session_id>/active-work", write(200), "",
+    Row("PUT", f"{P}/sessions/<session:session_id>/active-work", write(200), "",
         "/v1/projects/{p}/sessions/sess-new/active-work", "active_work",
         rw("governance.ActiveWork")),
-    Row("DELETE", f"{P}/sessions/<str:session_id>/active-work", write(204), "",
+    Row("DELETE", f"{P}/sessions/<session:session_id>/active-work", write(204), "",
         "/v1/projects/{p}/sessions/sess-a/active-work", None, rw("governance.ActiveWork")),
     # --- standards ------------------------------------------------
     Row("GET", f"{P}/standards", READ, "STANDARDS.md", "/v1/projects/{p}/standards"),
@@ -214,21 +215,21 @@ API: list[Row] = [
     Row("GET", f"{P}/standards/imports", READ, "", "/v1/projects/{p}/standards/imports"),
     Row("POST", f"{P}/standards/imports", write(201), "offer a file for approval",
         "/v1/projects/{p}/standards/imports", "standards_import", rw("governance.StandardsImport")),
-    Row("GET", f"{P}/standards/imports/<int:import_id>", READ, "",
+    Row("GET", f"{P}/standards/imports/<number:import_id>", READ, "",
         "/v1/projects/{p}/standards/imports/{pending_import}"),
-    Row("POST", f"{P}/standards/imports/<int:import_id>/accept", DECIDE,
+    Row("POST", f"{P}/standards/imports/<number:import_id>/accept", DECIDE,
         "admin decides; 403 forbidden",
         "/v1/projects/{p}/standards/imports/{pending_import}/accept", "decide",
         rw("governance.StandardsDecision")),
-    Row("POST", f"{P}/standards/imports/<int:import_id>/reject", DECIDE,
+    Row("POST", f"{P}/standards/imports/<number:import_id>/reject", DECIDE,
         "admin decides; 403 forbidden",
         "/v1/projects/{p}/standards/imports/{pending_import}/reject", "decide",
         rw("governance.StandardsDecision")),
     # --- skills ------------------------------------------------
     Row("GET", f"{P}/skills", READ, "", "/v1/projects/{p}/skills"),
     Row("GET", f"{P}/skills/match", READ, "", "/v1/projects/{p}/skills/match?text=flaky"),
-    Row("GET", f"{P}/skills/<str:name>", READ, "", "/v1/projects/{p}/skills/fix-flaky-test"),
-    Row("PUT", f"{P}/skills/<str:name>", write(201), "", "/v1/projects/{p}/skills/matrix-skill",
+    Row("GET", f"{P}/skills/<text:name>", READ, "", "/v1/projects/{p}/skills/fix-flaky-test"),
+    Row("PUT", f"{P}/skills/<text:name>", write(201), "", "/v1/projects/{p}/skills/matrix-skill",
         "skill", rw("governance.Skill")),
     # --- fallback ------------------------------------------------
     Row("ANY", "^v1(?:/.*)?$", UNKNOWN_404, "unknown /v1 path: JSON 404, no auth step",
@@ -270,7 +271,7 @@ class PageRow:
         return f"{self.method} {display(self.route)}"
 
 
-PP = "p/<str:project_id>/"
+PP = "p/<project:project_id>/"
 LOGIN_NOTE = ""  # the rule is stated once, above the table in markdown()
 
 PAGES: list[PageRow] = [
@@ -288,23 +289,23 @@ PAGES: list[PageRow] = [
     PageRow("GET", f"{PP}memory/", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/memory/", "/p/{p}/memory/?q=postgresql",
              "/p/{p}/memory/?category=decision&source=architect")),
-    PageRow("GET", f"{PP}memory/<str:ref>", PROJECT_PAGE, LOGIN_NOTE,
+    PageRow("GET", f"{PP}memory/<ref:ref>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/memory/{seq}", "/p/{p}/memory/{uuid}")),
     PageRow("GET", f"{PP}mirror/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/mirror/",)),
     PageRow("GET", f"{PP}MEMORY.md", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/MEMORY.md",)),
     PageRow("GET", f"{PP}documents/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/documents/",)),
-    PageRow("GET", f"{PP}documents/<path:path>", PROJECT_PAGE, LOGIN_NOTE,
+    PageRow("GET", f"{PP}documents/<docpath:path>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/documents/PROJECT.md",
              "/p/{p}/documents/adr/0001-orders-on-postgresql.md?revision=1")),
     PageRow("GET", f"{PP}work/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/work/",)),
-    PageRow("GET", f"{PP}work/<str:work_id>/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/work/{work}/",)),
-    PageRow("GET", f"{PP}work/<str:work_id>/revisions/<int:number>", PROJECT_PAGE, LOGIN_NOTE,
+    PageRow("GET", f"{PP}work/<work:work_id>/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/work/{work}/",)),
+    PageRow("GET", f"{PP}work/<work:work_id>/revisions/<number:number>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/work/{work}/revisions/1",)),
     PageRow("GET", f"{PP}standards/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/standards/",)),
-    PageRow("GET", f"{PP}standards/<int:import_id>", PROJECT_PAGE, LOGIN_NOTE,
+    PageRow("GET", f"{PP}standards/<number:import_id>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/standards/{accepted_import}",)),
     PageRow("GET", f"{PP}skills/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/skills/",)),
-    PageRow("GET", f"{PP}skills/<str:name>", PROJECT_PAGE, LOGIN_NOTE,
+    PageRow("GET", f"{PP}skills/<text:name>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/skills/fix-flaky-test",)),
     PageRow("GET", f"{PP}context/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/context/",)),
 ]
@@ -318,8 +319,8 @@ COLLAPSED_INCLUDES = ("admin/",)  # Django admin's own routes: one row
 
 
 def display(route: str) -> str:
-    """``v1/projects/<str:project_id>/memory`` -> ``/v1/projects/{p}/memory``."""
-    shown = route.replace("<str:project_id>", "{p}")
+    """``v1/projects/<project:project_id>/memory`` -> ``/v1/projects/{p}/memory``."""
+    shown = route.replace("<project:project_id>", "{p}")
     shown = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", shown)
     return "/" + shown
 
