@@ -63,16 +63,31 @@ def render_full(project_id: str, entries: Iterable[Mapping[str, Any]]) -> str:
     return "".join(render_chunks(project_id, entries))
 
 
-_TRAILER = re.compile(
-    r"_Source: .* \| Author: .* \| Entry: (?P<id>[0-9a-f-]{36})"
-    r" \| Corrects: (?:[0-9a-f-]{36}|-) \| Hash: (?P<hash>[0-9a-f]{64})_\n\Z"
+# The fixed-length end of a provenance line. Matching the whole line as
+# ``_Source: .* \| Author: .* \| Entry: ...`` backtracks both ``.*`` over
+# every " | Author: " and " | Entry: " in the line, quadratic in its length;
+# the end is found by its length instead, and the start by plain string tests.
+_TRAILER_END = re.compile(
+    r" \| Entry: (?P<id>[0-9a-f-]{36})"
+    r" \| Corrects: (?:[0-9a-f-]{36}|-) \| Hash: (?P<hash>[0-9a-f]{64})_\n"
 )
+_TRAILER_END_LENGTHS = tuple(
+    len(" | Entry: ") + 36 + len(" | Corrects: ") + corrects + len(" | Hash: ") + 64 + len("_\n")
+    for corrects in (36, 1)
+)
+_TRAILER_START = "_Source: "
+_TRAILER_AUTHOR = " | Author: "
 
 
 def parse_last_trailer(tail: str) -> tuple[str, str] | None:
     """(entry id, hash) named by the provenance line that ends the mirror, if any."""
     last_line_start = tail.rfind("\n", 0, len(tail) - 1) + 1
-    match = _TRAILER.match(tail, last_line_start)
-    if match is None:
-        return None
-    return match.group("id"), match.group("hash")
+    for length in _TRAILER_END_LENGTHS:
+        end_start = len(tail) - length
+        match = _TRAILER_END.fullmatch(tail, end_start) if end_start >= 0 else None
+        if match is None:
+            continue
+        head = tail[last_line_start:end_start]
+        if head.startswith(_TRAILER_START) and head.find(_TRAILER_AUTHOR, len(_TRAILER_START)) >= 0:
+            return match.group("id"), match.group("hash")
+    return None

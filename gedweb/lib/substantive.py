@@ -36,7 +36,13 @@ NON_SUBSTANTIVE_DOCUMENTS = frozenset(
     {SPEC_TEMPLATE, TASKS_TEMPLATE, TESTS_TEMPLATE, LEGACY_PROJECT_PLACEHOLDER}
 )
 
-_HEADING = re.compile(rf"#{{1,6}}(?:{_S}+{_DOT}*)?")
+# Possessive quantifiers: with a plain ``{_S}+{_DOT}*``, a heading-like line
+# that fails (a "\r" after its spaces) is retried at every split of its
+# spaces, time quadratic in the line (16 s for a 60 KB TASKS.md). Giving
+# nothing back matches exactly the same lines, because every whitespace
+# character except a line terminator is also a ``{_DOT}``: when any split
+# works, the longest whitespace run works too.
+_HEADING = re.compile(rf"#{{1,6}}(?:{_S}++{_DOT}*+)?")
 _TABLE_SEPARATOR = re.compile(rf"\|?(?:{_S}*:?-{{3,}}:?{_S}*\|)+")
 _PLACEHOLDER_BULLET = re.compile(rf"[-*+]{_S}*(?:none yet|tbd|todo)?[.:]?", re.IGNORECASE)
 _BARE_PLACEHOLDER = re.compile(r"(?:none yet|tbd|todo)[.:]?", re.IGNORECASE)
