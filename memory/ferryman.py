@@ -17,6 +17,13 @@ database and the mirror of one history never doubles an entry. Ferryman
 has no structured corrections (a correction is free text), so none are made.
 Nothing is mapped: a category, source or content GedWeb would refuse stops
 the import before anything is written.
+
+Both sources may be hostile (docs/interop.md, "Hostile files"): the database
+is opened read-only and immutable, with its views and triggers refused, only
+the expected columns selected, and SQLite held to an operation budget, a
+value-size limit and a small page cache; rows and bytes are counted while
+they stream, and the mirror is read up to a size limit and parsed in linear
+time. Every limit below is a module constant, so a test can lower it.
 """
 
 from __future__ import annotations
@@ -32,7 +39,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory.services import ImportRow
-from memory.validators import IDEMPOTENCY_KEY_RE
+from memory.validators import IDEMPOTENCY_KEY_RE, MAX_CONTENT_BYTES
+
+# Limits on what ferryman_import reads (docs/interop.md, "Hostile files").
+MAX_ROWS = 100_000  # memory rows of the chosen project, or entries of a MEMORY.md
+MAX_PROJECTS = 10_000  # rows of projects
+MAX_SCHEMA_OBJECTS = 1_000  # rows of sqlite_master (Ferryman's schema has about 30)
+# Any one value SQLite hands back (SQLITE_LIMIT_LENGTH): four times GedWeb's content
+# limit, so content a little too long still gets the validator's message naming its row.
+MAX_VALUE_BYTES = 4 * MAX_CONTENT_BYTES
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # the text of all rows read, and a MEMORY.md's size
+MAX_SQLITE_STEPS = 200_000_000  # SQLite VM steps per import: ~3 s; 100,000 rows take ~2M
+CACHE_KIB = 16 * 1024  # SQLite's page cache for the import connection
+_PROGRESS_INTERVAL = 10_000
 
 REQUIRED_COLUMNS = {
     "projects": ("id", "name"),
@@ -43,8 +62,6 @@ _HEADING = re.compile(r"\n## (?P<created_at>\S+) · (?P<category>[^\n]*)\n\n")
 # Found at every position (a lookahead), so overlapping candidates are all seen.
 _TRAILER = re.compile(r"(?=\n\n_Source: (?P<source>[^\n]*) \| Entry: (?P<id>[^\s|]+)_\n)")
 _TRAILER_LENGTH = len("\n\n_Source:  | Entry: _\n")
-_NEXT_BLOCK = re.compile(r"\n## |\s*\Z")
-_BLANK_REST = re.compile(r"\s*\Z")
 
 
 class FerrymanSourceError(Exception):
@@ -62,7 +79,16 @@ class FerrymanEntry:
 
     @property
     def label(self) -> str:
-        return f"Ferryman entry {self.id} ({self.where})"
+        return f"Ferryman entry {shown(self.id)} ({self.where})"
+
+
+def shown(value: object) -> str:
+    """A value from the source as it goes into a one-line message: short and printable."""
+    text = value if isinstance(value, str) else repr(value)
+    if text.isprintable() and 0 < len(text) <= 80:
+        return text
+    text = repr(text)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def entry_key(entry_id: str) -> str:
@@ -121,48 +147,167 @@ def _check_source(path: Path) -> None:
         raise FerrymanSourceError(f"{path} is not a regular file")
 
 
-def _read_source(path: Path) -> bytes:
+def _read_source(path: Path, limit: int) -> bytes:
     _check_source(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise FerrymanSourceError(f"cannot read {path}: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise FerrymanSourceError(f"{path} is not a regular file")
-        return handle.read()
+        # Read one byte past the limit: a file growing while it is read is caught too.
+        data = b"" if info.st_size > limit else handle.read(limit + 1)
+        if info.st_size > limit or len(data) > limit:
+            raise FerrymanSourceError(
+                f"{path} is larger than {limit:,} bytes, the most ferryman_import reads"
+            )
+        return data
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    _check_source(path)
+class _Budget:
+    """SQLite's progress handler: aborts a statement once the import used its steps."""
+
+    def __init__(self, steps: int) -> None:
+        self.calls_left = max(steps // _PROGRESS_INTERVAL, 1)
+        self.exhausted = False
+
+    def __call__(self) -> int:
+        self.calls_left -= 1
+        if self.calls_left < 0:
+            self.exhausted = True
+            return 1
+        return 0
+
+
+def _check_wal(path: Path) -> None:
+    # An immutable connection does not look at the write-ahead log, so rows that
+    # Ferryman committed but did not checkpoint yet would be silently missing.
+    wal = path.with_name(path.name + "-wal")
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        info = os.lstat(wal)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FerrymanSourceError(f"cannot read {wal}: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > 0:
+        raise FerrymanSourceError(
+            f"{path} has a non-empty write-ahead log {wal.name} (Ferryman is running or "
+            "stopped uncleanly); stop the bridge, or import a copy made with "
+            f"sqlite3 {path.name} \".backup copy.db\""
+        )
+
+
+def _connect(path: Path) -> tuple[sqlite3.Connection, _Budget]:
+    _check_source(path)
+    _check_wal(path)
+    budget = _Budget(MAX_SQLITE_STEPS)
+    try:
+        # immutable: no locks, no -wal or -shm created, nothing ever written.
+        connection = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True
+        )
     except sqlite3.Error as exc:
         raise FerrymanSourceError(f"{path} is not a readable SQLite database: {exc}") from None
-    return connection
+    try:
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        connection.set_progress_handler(budget, _PROGRESS_INTERVAL)
+        # Bounded memory: a small page cache, sorts spill to files, no memory map.
+        connection.execute(f"PRAGMA cache_size = -{int(CACHE_KIB)}")
+        connection.execute("PRAGMA temp_store = FILE")
+        connection.execute("PRAGMA mmap_size = 0")
+        connection.execute("PRAGMA query_only = ON")
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        connection.close()
+        raise _sqlite_refusal(path, exc, budget, "its schema",
+                              prefix="is not a readable SQLite database") from None
+    return connection, budget
+
+
+def _sqlite_refusal(path: Path, exc: sqlite3.Error, budget: _Budget, what: str,
+                    prefix: str = "cannot be read") -> FerrymanSourceError:
+    if budget.exhausted:
+        return FerrymanSourceError(
+            f"{path}: reading {what} took more than {MAX_SQLITE_STEPS:,} SQLite steps, "
+            "the most ferryman_import spends (a hostile or damaged database?)"
+        )
+    if isinstance(exc, sqlite3.DataError) or "too big" in str(exc):
+        return FerrymanSourceError(
+            f"{path}: {what} holds a value larger than {MAX_VALUE_BYTES:,} bytes, "
+            "the most ferryman_import reads"
+        )
+    return FerrymanSourceError(f"{path} {prefix}: {exc}")
+
+
+def _names(objects: list[tuple[str, str]]) -> str:
+    listed = [f"{kind} {shown(name)}" for kind, name in objects[:10]]
+    if len(objects) > 10:
+        listed.append(f"and {len(objects) - 10} more")
+    return ", ".join(listed)
 
 
 def _check_schema(connection: sqlite3.Connection, path: Path) -> None:
+    """Only Ferryman's plain tables: no view or trigger anywhere, nothing computed on read."""
+    objects = connection.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master LIMIT ?",
+        [MAX_SCHEMA_OBJECTS + 1],
+    ).fetchall()
+    if len(objects) > MAX_SCHEMA_OBJECTS:
+        raise FerrymanSourceError(
+            f"{path} is not a Ferryman bridge.db: its schema has more than "
+            f"{MAX_SCHEMA_OBJECTS:,} objects"
+        )
+    refused = [(kind, name) for kind, name, _, _ in objects if kind in ("view", "trigger")]
+    if refused:
+        raise FerrymanSourceError(
+            f"{path} is not a Ferryman bridge.db: it holds {_names(refused)} "
+            "(a bridge.db has no views or triggers, and ferryman_import reads none)"
+        )
+    kinds = {name: (kind, sql) for kind, name, _, sql in objects if kind == "table"}
     for table, columns in REQUIRED_COLUMNS.items():
-        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
-        if not present:
+        if table not in kinds:
             raise FerrymanSourceError(f"{path} is not a Ferryman bridge.db: no table {table}")
-        missing = [name for name in columns if name not in present]
+        sql = kinds[table][1]
+        if isinstance(sql, str) and re.match(r"\s*CREATE\s+VIRTUAL\b", sql, re.IGNORECASE):
+            raise FerrymanSourceError(
+                f"{path} is not a Ferryman bridge.db: {table} is a virtual table"
+            )
+        info = {row[1]: row[6] for row in connection.execute(f"PRAGMA table_xinfo({table})")}
+        missing = [name for name in columns if name not in info]
         if missing:
             raise FerrymanSourceError(
                 f"{path} is not a Ferryman bridge.db: table {table} lacks "
                 + ", ".join(missing)
             )
+        # hidden 2 and 3 are generated columns, computed from an expression on read.
+        generated = [name for name in columns if info[name] != 0]
+        if generated:
+            raise FerrymanSourceError(
+                f"{path} is not a Ferryman bridge.db: {table}."
+                + f", {table}.".join(generated)
+                + " is generated, not stored"
+            )
 
 
-def _pick_project(connection: sqlite3.Connection, wanted: str | None) -> str:
-    ids = [row[0] for row in connection.execute("SELECT id FROM projects ORDER BY id")]
+def _pick_project(connection: sqlite3.Connection, wanted: str | None, path: Path) -> str:
+    ids = [row[0] for row in connection.execute(
+        "SELECT id FROM projects ORDER BY id LIMIT ?", [MAX_PROJECTS + 1]
+    )]
+    if len(ids) > MAX_PROJECTS:
+        raise FerrymanSourceError(
+            f"{path} holds more than {MAX_PROJECTS:,} Ferryman projects, "
+            "the most ferryman_import reads"
+        )
+    for value in ids:
+        if not isinstance(value, str):
+            raise FerrymanSourceError(f"Ferryman project {shown(value)}: id is not text")
     if wanted is not None:
         if wanted not in ids:
             raise FerrymanSourceError(
                 f"no Ferryman project {wanted!r} in the database (it has: "
-                + (", ".join(ids) or "none")
+                + (", ".join(map(shown, ids)) or "none")
                 + ")"
             )
         return wanted
@@ -171,35 +316,60 @@ def _pick_project(connection: sqlite3.Connection, wanted: str | None) -> str:
     if not ids:
         raise FerrymanSourceError("the database holds no Ferryman project")
     raise FerrymanSourceError(
-        f"the database holds {len(ids)} Ferryman projects ({', '.join(ids)}); "
+        f"the database holds {len(ids)} Ferryman projects ({', '.join(map(shown, ids))}); "
         "choose one with --ferryman-project"
     )
 
 
+def _memory_rows(connection: sqlite3.Connection, path: Path,
+                 project_id: str) -> list[FerrymanEntry]:
+    """The project's rows, streamed and counted; refused past the row or byte budget."""
+    count = connection.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM project_memory WHERE project_id = ? LIMIT ?)",
+        [project_id, MAX_ROWS + 1],
+    ).fetchone()[0]
+    if count > MAX_ROWS:
+        raise FerrymanSourceError(
+            f"{path}: Ferryman project {shown(project_id)} has more than {MAX_ROWS:,} "
+            "memory rows, the most ferryman_import reads in one run"
+        )
+    entries = []
+    total = 0
+    cursor = connection.execute(
+        "SELECT id, category, content, source, created_at FROM project_memory"
+        " WHERE project_id = ?",
+        [project_id],
+    )
+    for row in cursor:
+        entry_id = row[0]
+        for name, value in zip(("id", "category", "content", "source", "created_at"), row,
+                               strict=True):
+            if not isinstance(value, str):
+                raise FerrymanSourceError(f"Ferryman row {shown(entry_id)}: {name} is not text")
+            total += len(value.encode("utf-8"))
+        if total > MAX_TOTAL_BYTES:
+            raise FerrymanSourceError(
+                f"{path}: the memory rows of Ferryman project {shown(project_id)} hold more "
+                f"than {MAX_TOTAL_BYTES:,} bytes of text, the most ferryman_import reads"
+            )
+        entries.append(FerrymanEntry(entry_id, *row[1:], "bridge.db"))
+    return entries
+
+
 def read_database(path: Path, ferryman_project: str | None) -> tuple[str, list[FerrymanEntry]]:
     """The chosen project's id and its memory rows, oldest first."""
-    connection = _connect(path)
+    connection, budget = _connect(path)
+    what = "its schema"
     try:
         _check_schema(connection, path)
-        project_id = _pick_project(connection, ferryman_project)
-        rows = connection.execute(
-            "SELECT id, category, content, source, created_at FROM project_memory"
-            " WHERE project_id = ?",
-            [project_id],
-        ).fetchall()
+        what = "projects"
+        project_id = _pick_project(connection, ferryman_project, path)
+        what = "project_memory"
+        entries = _memory_rows(connection, path, project_id)
     except sqlite3.Error as exc:
-        raise FerrymanSourceError(f"cannot read {path}: {exc}") from None
+        raise _sqlite_refusal(path, exc, budget, what) from None
     finally:
         connection.close()
-    entries = []
-    for entry_id, category, content, source, created_at in rows:
-        for name, value in (("id", entry_id), ("category", category), ("content", content),
-                            ("source", source), ("created_at", created_at)):
-            if not isinstance(value, str):
-                raise FerrymanSourceError(f"Ferryman row {entry_id!r}: {name} is not text")
-        entries.append(
-            FerrymanEntry(entry_id, category, content, source, created_at, "bridge.db")
-        )
     # Ferryman lists by (created_at, id); compare the instants, not the text.
     times = {entry.id: parse_time(entry.created_at, entry.label) for entry in entries}
     entries.sort(key=lambda entry: (times[entry.id], entry.id))
@@ -210,9 +380,13 @@ def read_database(path: Path, ferryman_project: str | None) -> tuple[str, list[F
 
 
 def _blocks(body: str) -> tuple[list[tuple[re.Match[str], re.Match[str]]] | None, int]:
-    """(heading, trailer) per entry covering body, backtracking over ambiguous trailers.
+    """(heading, trailer) per entry covering body; each block ends at its first trailer
+    after which the rest of body still parses as entries.
 
-    Returns None and the furthest position that could not be parsed on failure.
+    Returns None and the furthest block start that could not be parsed on failure.
+    Linear in len(body) (a hostile file may be large): whether the rest parses from
+    each trailer's end is decided once, from the last trailer back, instead of by
+    backtracking, which took quadratic time on many entries followed by garbage.
     """
     trailers = list(_TRAILER.finditer(body))
     starts = [match.start() for match in trailers]
@@ -220,28 +394,41 @@ def _blocks(body: str) -> tuple[list[tuple[re.Match[str], re.Match[str]]] | None
         match.start() + _TRAILER_LENGTH + len(match["source"]) + len(match["id"])
         for match in trailers
     ]
-    failed: set[int] = set()
-    stack: list[tuple[int, re.Match[str] | None, int]] = []  # start, heading, trailer index
-    position, heading, candidate = 0, None, None
-    while True:
-        if candidate is None:
-            if _BLANK_REST.match(body, position):
-                return [(h, trailers[index]) for _, h, index in stack if h is not None], 0
-            heading = None if position in failed else _HEADING.match(body, position)
-            candidate = bisect.bisect_left(starts, heading.end()) if heading else len(trailers)
-        while candidate < len(trailers) and (
-            ends[candidate] in failed or not _NEXT_BLOCK.match(body, ends[candidate])
-        ):
-            candidate += 1
-        if candidate < len(trailers):
-            stack.append((position, heading, candidate))
-            position, candidate = ends[candidate], None
-            continue
-        failed.add(position)
-        if not stack:
-            return None, max(failed)
-        position, heading, previous = stack.pop()
-        candidate = previous + 1
+    count = len(trailers)
+    blank_from = len(body.rstrip())  # \s and str.isspace agree
+
+    def first_trailer(heading: re.Match[str]) -> int:
+        return bisect.bisect_left(starts, heading.end())
+
+    # good[i]: the first trailer index >= i after whose end the rest parses (count: none).
+    # A heading starting at ends[t] ends after it, so good[t] needs only good[> t].
+    good = [count] * (count + 1)
+    for index in range(count - 1, -1, -1):
+        position = ends[index]
+        parses = position >= blank_from
+        if not parses:
+            heading = _HEADING.match(body, position)
+            parses = heading is not None and good[first_trailer(heading)] < count
+        good[index] = index if parses else good[index + 1]
+
+    blocks = []
+    position = 0
+    while position < blank_from:
+        heading = _HEADING.match(body, position)
+        candidate = good[first_trailer(heading)] if heading else count
+        if candidate == count:
+            # Every block start reachable from the top failed; report the furthest one:
+            # the end of the last trailer after the first heading that a block could follow.
+            furthest = 0
+            if position == 0 and heading is not None:
+                for index in range(count - 1, first_trailer(heading) - 1, -1):
+                    if body.startswith("\n## ", ends[index]) or ends[index] >= blank_from:
+                        furthest = ends[index]
+                        break
+            return None, furthest
+        blocks.append((heading, trailers[candidate]))
+        position = ends[candidate]
+    return blocks, 0
 
 
 def parse_mirror(text: str) -> list[FerrymanEntry]:
@@ -259,6 +446,11 @@ def parse_mirror(text: str) -> list[FerrymanEntry]:
         raise FerrymanSourceError(
             f"MEMORY.md line {line_at(furthest)}: expected an entry "
             "('## <created_at> · <category>', content, '_Source: <source> | Entry: <id>_')"
+        )
+    if len(blocks) > MAX_ROWS:
+        raise FerrymanSourceError(
+            f"MEMORY.md holds more than {MAX_ROWS:,} entries, the most ferryman_import reads "
+            "in one run"
         )
     entries = []
     line, counted = 1, 0
@@ -281,7 +473,7 @@ def parse_mirror(text: str) -> list[FerrymanEntry]:
 
 def read_mirror(path: Path) -> list[FerrymanEntry]:
     try:
-        text = _read_source(path).decode("utf-8")
+        text = _read_source(path, MAX_TOTAL_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FerrymanSourceError(f"{path} is not UTF-8 text: {exc}") from None
     except OSError as exc:

@@ -1,7 +1,9 @@
 """`manage.py ferryman_import --project P (--database DB [--ferryman-project ID] | --mirror MD)`.
 
 Reading is memory/ferryman.py, writing is services.memory_entries_import:
-all rows are checked first and land in one transaction, or none do.
+all rows are checked first and land in one transaction, or none do. A hostile
+source (a view, trigger, oversized value, too many rows, a pathological
+MEMORY.md) is refused by the reader before anything is written.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class Command(GedWebCommand):
                 entries = ferryman.read_mirror(mirror)
             rows = ferryman.import_rows(entries)
         except ferryman.FerrymanSourceError as exc:
-            raise CommandError(str(exc)) from None
+            # One line even when a hostile path or value holds a line break.
+            raise CommandError(" ".join(str(exc).splitlines())) from None
         result = run_service(lambda: services.memory_entries_import(project=target, rows=rows))
         self.stdout.write(
             to_json(
