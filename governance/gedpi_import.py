@@ -10,10 +10,16 @@ Import only adds: a file whose content GedWeb already holds writes nothing,
 a changed file becomes a new version or revision, and nothing is rewritten.
 Decisions and records come in with ``author``/``decided_by`` naming
 ged_import and the checkout.
+
+A checkout may be hostile (docs/interop.md, "Hostile files"): every file is
+read up to MAX_FILE_BYTES, all of them together up to MAX_TOTAL_BYTES, and
+at most MAX_ENTRIES directory entries are walked, the migration gate's
+included; past a limit the import stops naming the file or directory.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -53,6 +59,12 @@ _SKILL_RECORD_KEYS = {"name", "source", "sourcePath", "taskRefs", "installedAt",
                       "provenance", "contentHash"}
 _META_KEYS = {"schemaVersion", "workId", "summary", "createdAt", "branch", "baseHead", "origin"}
 
+# Reading bounds (docs/interop.md, "Hostile files"). The largest text GedWeb keeps is a
+# 200,000-character document (up to 800,000 UTF-8 bytes); a STANDARDS.md frames several.
+MAX_FILE_BYTES = 8 * 1024 * 1024  # any one file read
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all files read by one import
+MAX_ENTRIES = 50_000  # directory entries walked by one import, the migration gate's too
+
 
 class CheckoutRefused(DomainError):
     status, code = 422, "checkout_refused"
@@ -73,7 +85,9 @@ def _check_migrated(root: Path) -> None:
 
     try:
         status = migration_status(root)
-        version = safefs.read_bytes(root, ".ged/VERSION")
+        version = safefs.read_bytes(root, ".ged/VERSION", max_bytes=MAX_FILE_BYTES)
+    except RecursionError:
+        raise CheckoutRefused(f"{root}: a migration record is JSON nested too deeply") from None
     except (MigrationError, safefs.UnsafePath, OSError, ValueError) as exc:
         raise CheckoutRefused(f"{root}: {exc}") from None
     if status == "needed":
@@ -141,16 +155,77 @@ class _Reader:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._read: dict[str, bytes | None] = {}
+        self._bytes = 0
+        self._entries = 0
 
     def data(self, rel: str) -> bytes | None:
         if rel not in self._read:
             try:
-                self._read[rel] = safefs.read_bytes(self.root, rel)
+                data = safefs.read_bytes(self.root, rel, max_bytes=MAX_FILE_BYTES)
             except safefs.UnsafePath as exc:
                 raise CheckoutRefused(str(exc)) from None
             except OSError as exc:
                 raise CheckoutRefused(f"{rel}: {exc.strerror or exc}") from None
+            self._bytes += len(data or b"")
+            if self._bytes > MAX_TOTAL_BYTES:
+                raise _refuse(rel, f"the checkout files read so far hold more than "
+                                   f"{MAX_TOTAL_BYTES:,} bytes, the most ged_import reads")
+            self._read[rel] = data
         return self._read[rel]
+
+    def count_entries(self, rel_dir: str, *, recursive: bool) -> None:
+        """Count rel_dir's entries (all levels if recursive) against MAX_ENTRIES.
+
+        Run before a walk, which would otherwise list a huge directory whole. Links
+        are not followed; the walk that follows refuses them.
+        """
+        try:
+            stack = [safefs.check(self.root, rel_dir)]
+        except safefs.UnsafePath as exc:
+            raise CheckoutRefused(str(exc)) from None
+        while stack:
+            try:
+                listing = os.scandir(stack.pop())
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise CheckoutRefused(f"{rel_dir}: {exc.strerror or exc}") from None
+            with listing:
+                for entry in listing:
+                    self._entries += 1
+                    if self._entries > MAX_ENTRIES:
+                        raise _refuse(rel_dir, f"the checkout has more than {MAX_ENTRIES:,} "
+                                               "files and directories where ged_import "
+                                               "looks, the most it walks")
+                    if recursive and entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+
+    def check_size(self, rel: str) -> None:
+        """Refuse a file over MAX_FILE_BYTES that another module reads unbounded."""
+        try:
+            path = safefs.check(self.root, rel)
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return
+        except safefs.UnsafePath as exc:
+            raise CheckoutRefused(str(exc)) from None
+        except OSError as exc:
+            raise CheckoutRefused(f"{rel}: {exc.strerror or exc}") from None
+        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_FILE_BYTES:
+            raise CheckoutRefused(
+                f"{safefs.READ} is larger than {MAX_FILE_BYTES:,} bytes: {rel}"
+            )
+
+    def bound_migration_gate(self) -> None:
+        """Bound what gedweb.lib.gedpi_v3.migration_status reads before it runs."""
+        from gedweb.lib import gedpi_v3
+
+        for rel in (gedpi_v3.STATE_PATH, ".ged/VERSION", gedpi_v3.JOURNAL_PATH,
+                    gedpi_v3.GLOSSARY_PATH, gedpi_v3.DECISIONS_PATH,
+                    *(source for source, _ in gedpi_v3.PLACEHOLDERS)):
+            self.check_size(rel)
+        for directory in gedpi_v3.LEGACY_DIRS:
+            self.count_entries(f".ged/{directory}", recursive=True)
 
     def text(self, rel: str) -> str | None:
         data = self.data(rel)
@@ -178,8 +253,11 @@ class _Reader:
             return json.loads(text, parse_constant=refuse_constant)
         except ValueError as exc:
             raise CheckoutRefused(f"{rel} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise CheckoutRefused(f"{rel} is not valid JSON: nested too deeply") from None
 
     def files(self, rel_dir: str, *, recursive: bool = True) -> list[str]:
+        self.count_entries(rel_dir, recursive=recursive)
         try:
             return list(safefs.walk_files(self.root, rel_dir, recursive=recursive))
         except safefs.UnsafePath as exc:
@@ -189,6 +267,7 @@ class _Reader:
 
     def subdirs(self, rel_dir: str) -> list[str]:
         """Names of the directories directly under rel_dir (symlinks refused)."""
+        self.count_entries(rel_dir, recursive=False)
         try:
             base = safefs.check(self.root, rel_dir)
             if not safefs.is_dir(self.root, rel_dir):
@@ -259,13 +338,23 @@ _SECTION = re.compile(
 )
 
 
+_SECTION_END = re.compile(r"<<<(?P<marker>GED_APPROVED_[0-9A-F]{64}(?:_X)*):END>>>")
+
+
 def _approved_sections(text: str) -> dict[tuple[str, str], str]:
     """(path, sha256) -> content, from the frames of a GedPi STANDARDS.md."""
+    # Every END marker is found in one pass: a search from each section would be
+    # quadratic on a hostile file of many sections without an end.
+    end_markers: dict[str, list[int]] = {}
+    for match in _SECTION_END.finditer(text):
+        end_markers.setdefault(match["marker"], []).append(match.start())
     found: dict[tuple[str, str], str] = {}
     for match in _SECTION.finditer(text):
-        end = text.find(f"<<<{match['marker']}:END>>>", match.end())
-        if end < 0:
+        positions = end_markers.get(match["marker"], [])
+        index = bisect.bisect_left(positions, match.end())
+        if index == len(positions):
             continue
+        end = positions[index]
         body = text[match.end():end]
         # GedPi adds a newline to content without one; the hash tells which it was.
         for content in (body, body[:-1] if body.endswith("\n") else None):
@@ -497,7 +586,7 @@ def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
             if name == "HISTORY.json":
                 try:
                     history = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):
                     history = None
                 if not isinstance(history, list):
                     raise _refuse(rel, "must be a JSON array of attempts")
@@ -543,8 +632,9 @@ def read_checkout(root: Path) -> Checkout:
         raise CheckoutRefused(f"{root} is or lies inside a symbolic link")
     if not absolute.is_dir():
         raise CheckoutRefused(f"{root} is not a directory")
-    _check_migrated(absolute)
     reader = _Reader(absolute)
+    reader.bound_migration_gate()
+    _check_migrated(absolute)
     checkout = Checkout(absolute)
     checkout.supported[".ged/VERSION"] = reader.data(".ged/VERSION") or b""
     _read_documents(reader, checkout)

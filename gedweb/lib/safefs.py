@@ -97,8 +97,13 @@ def is_dir(root: Path, rel: str | PurePosixPath) -> bool:
         return False
 
 
-def read_bytes(root: Path, rel: str | PurePosixPath) -> bytes | None:
-    """The file's bytes, or None when it does not exist. Never follows a symlink."""
+def read_bytes(root: Path, rel: str | PurePosixPath, *,
+               max_bytes: int | None = None) -> bytes | None:
+    """The file's bytes, or None when it does not exist. Never follows a symlink.
+
+    With ``max_bytes``, a file larger than that is refused (UnsafePath) without
+    reading more than ``max_bytes + 1`` bytes, even if it grows while read.
+    """
     path = check(root, rel, READ)
     try:
         before = os.lstat(path)
@@ -120,9 +125,17 @@ def read_bytes(root: Path, rel: str | PurePosixPath) -> bytes | None:
             after.st_mode
         ):
             raise UnsafePath(f"{READ} changed while it was opened: {normalize(rel)}")
+        if max_bytes is not None and after.st_size > max_bytes:
+            raise UnsafePath(f"{READ} is larger than {max_bytes:,} bytes: {normalize(rel)}")
         chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        size = 0
+        while chunk := os.read(fd, 1 << 20 if max_bytes is None
+                               else min(1 << 20, max_bytes + 1 - size)):
             chunks.append(chunk)
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                # It grew after fstat: still refused, having read one byte too many at most.
+                raise UnsafePath(f"{READ} is larger than {max_bytes:,} bytes: {normalize(rel)}")
         return b"".join(chunks)
     finally:
         os.close(fd)
