@@ -57,7 +57,7 @@ _UUID = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-
 class EntryRefConverter(_Converter):
     # A seq (at most 18 digits: far beyond any log, inside a 64-bit integer)
     # or a uuid.
-    regex = rf"[0-9]{{1,18}}|{_UUID}"
+    regex = rf"(?:[0-9]{{1,18}}|{_UUID})"
 
 
 class UuidConverter(_Converter):

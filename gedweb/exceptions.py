@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
@@ -136,7 +138,25 @@ def _validation_response(fields: dict[str, list[str]]) -> Response:
     )
 
 
+def _suspicious_response(exc: SuspiciousOperation) -> Response:
+    """A request Django refused to read (too many fields, too big, a bad Host, ...).
+
+    The client's doing, so one log line and never a traceback.
+    """
+    logger.warning("refused request: %s: %s", type(exc).__name__, exc)
+    if isinstance(exc, RequestDataTooBig):
+        return Response(error_body("payload_too_large", PayloadTooLarge.default_detail), status=413)
+    if isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        message = f"more than {limit:,} query parameters or form fields"
+    else:
+        message = "the request cannot be read"
+    return Response(error_body("bad_request", message), status=400)
+
+
 def api_exception_handler(exc: Exception, context: dict) -> Response:
+    if isinstance(exc, SuspiciousOperation):
+        return _suspicious_response(exc)
     if isinstance(exc, DomainError):
         body = error_body(exc.code, exc.message)
         body.update(exc.extra)

@@ -155,6 +155,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "gedweb.middleware.RequestShapeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -258,6 +259,9 @@ if not PRODUCTION:
 # The API enforces its own 1 MiB limit in its JSON parser (413); this covers
 # form posts to the admin and pages.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+# Django's default, named: more query parameters (or form fields) than this
+# is a 400 (the JSON shape under /v1, gedweb.exceptions), after the 401.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
 API_MAX_BODY_BYTES = 1024 * 1024
 
 REST_FRAMEWORK = {
@@ -268,6 +272,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "gedweb.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # ?format= is a parameter of GedWeb's own (the context bundle's text or
+    # json), not DRF's renderer override (memory.api.views.GedWebAPIView).
+    "URL_FORMAT_OVERRIDE": None,
 }
 
 SPECTACULAR_SETTINGS = {

@@ -10,15 +10,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from gedweb.inventory import inventory
 from governance.context import context_deliver
 from governance.models import WorkItem
 from memory.api.serializers import StrictSerializer
-from memory.api.views import ProjectAPIView, _query, errors
+from memory.api.views import GedWebAPIView, ProjectAPIView, _query, errors
 
 
 class ContextQuerySerializer(StrictSerializer):
@@ -54,7 +54,33 @@ class ContractSerializer(serializers.Serializer):
     items = ArtifactSerializer(many=True)
 
 
+class PlainTextRenderer(BaseRenderer):
+    """Negotiation only: the text bundle is an HttpResponse of its own."""
+
+    media_type = "text/plain"
+    format = "text"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: dict[str, Any] | None = None) -> bytes:
+        return str(data).encode()
+
+
 class ContextView(ProjectAPIView):
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # ?format= chooses the form (docs/context.md); Accept may only refuse
+        # it (406 not_acceptable). It runs after authentication
+        # (GedWebAPIView), so reading the query here cannot come before a 401.
+        # Forced (an answer that must be rendered anyway) is JSON, the form of
+        # every error.
+        if force:
+            return JSONRenderer(), JSONRenderer.media_type
+        wanted = request.query_params.get("format")
+        renderer = JSONRenderer() if wanted == "json" else PlainTextRenderer()
+        return self.get_content_negotiator().select_renderer(
+            request, [renderer], self.format_kwarg
+        )
+
     @extend_schema(
         operation_id="context_get",
         parameters=[
@@ -87,7 +113,7 @@ class ContextView(ProjectAPIView):
         return response
 
 
-class ContractView(APIView):
+class ContractView(GedWebAPIView):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
 

@@ -14,6 +14,7 @@ from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -48,7 +49,45 @@ READ_ERRORS = (400, 401, 404)
 WRITE_ERRORS = (400, 401, 403, 404, 413, 415)
 
 
-class ProjectAPIView(APIView):
+class GedWebAPIView(APIView):
+    """Base of every GedWeb API view: who is asking is settled before anything else.
+
+    DRF's ``initial`` negotiates the renderer before it authenticates, so a
+    request without a valid token got 406 for an odd ``Accept``. Here
+    authentication, permissions and throttles come first (a refusal is then
+    rendered as JSON whatever the ``Accept``: ``finalize_response`` falls back
+    to the first renderer), then content negotiation (406
+    ``not_acceptable``), then the query string is parsed once, so more than
+    DATA_UPLOAD_MAX_NUMBER_FIELDS parameters is a 400 on every route, after
+    the 401. ``?format=`` is not DRF's (URL_FORMAT_OVERRIDE is None): the
+    context bundle reads it as its own parameter.
+    """
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        self.format_kwarg = self.get_format_suffix(**kwargs)
+        self.perform_authentication(request)
+        self.check_permissions(request)
+        self.check_throttles(request)
+        renderer, media_type = self.perform_content_negotiation(request)
+        request.accepted_renderer, request.accepted_media_type = renderer, media_type
+        version, scheme = self.determine_version(request, *args, **kwargs)
+        request.version, request.versioning_scheme = version, scheme
+        # TooManyFieldsSent, raised while the QueryDict is built, is a 400
+        # (gedweb.exceptions).
+        _ = request.query_params
+
+    def finalize_response(
+        self, request: Request, response: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        # An error is the JSON shape whatever renderer the answer would have
+        # had (the context bundle's text/plain, a third-party HTML view).
+        if isinstance(response, Response) and response.status_code >= 400:
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class ProjectAPIView(GedWebAPIView):
     """Base for /v1/projects/{project_id}/...: resolves the project before any body is read.
 
     A project the token does not cover answers exactly like a missing one.
@@ -110,7 +149,7 @@ def refuse_body(request: Request) -> None:
 # --- health ----------------------------------------------------------------
 
 
-class HealthView(APIView):
+class HealthView(GedWebAPIView):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
 
@@ -132,7 +171,7 @@ class HealthView(APIView):
 # --- projects --------------------------------------------------------------
 
 
-class ProjectListView(APIView):
+class ProjectListView(GedWebAPIView):
     permission_classes = [IsAdmin]
 
     @extend_schema(
@@ -494,7 +533,7 @@ class DocumentRevisionListView(ProjectAPIView):
 # --- fallbacks ------------------------------------------------------------------
 
 
-class NotFoundView(APIView):
+class NotFoundView(GedWebAPIView):
     """Every unknown path under /v1 answers with the JSON error shape."""
 
     authentication_classes: list[Any] = []

@@ -1,0 +1,50 @@
+"""Requests refused before any middleware, view or query sees them.
+
+First in MIDDLEWARE, so these hold for every route (API, team pages,
+admin) whatever DEBUG says:
+
+- A path holding a NUL is a 404. PostgreSQL refuses a NUL in a text
+  parameter (psycopg.DataError, a 500); the path converters keep it out of
+  every GedWeb route, and this keeps it out of the admin's
+  ``<path:object_id>`` URLs and anything added later.
+- A Host header outside ALLOWED_HOSTS is a 400: the JSON error shape under
+  /v1, Django's plain 400 page elsewhere, never the debug page (which shows
+  paths and settings). Django would log it with a traceback; here it is one
+  line on ``django.security.DisallowedHost``, as for any client error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.core.exceptions import DisallowedHost
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views import defaults
+
+from gedweb.exceptions import json_error
+from gedweb.views import page_not_found
+
+host_logger = logging.getLogger("django.security.DisallowedHost")
+
+
+def is_api_path(path: str) -> bool:
+    return path == "/v1" or path.startswith("/v1/")
+
+
+class RequestShapeMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        api = is_api_path(request.path_info)
+        try:
+            request.get_host()
+        except DisallowedHost as exc:
+            host_logger.warning("%s (%s %s)", exc, request.method, request.path_info[:200])
+            if api:
+                return json_error(request, "bad_request", "the Host header is not allowed", 400)
+            return defaults.bad_request(request, exc)
+        if "\x00" in request.path_info:
+            return page_not_found(request, Http404())
+        return self.get_response(request)
