@@ -24,6 +24,12 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-") or None
 # <pid>, names the worker that answered.
 access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s" %(p)s'
 errorlog = "-"
+# gunicorn's maximum (its default is 4094). The longest request line the API
+# accepts, a memory search with `q` at its 500-character maximum in 4-byte
+# characters (12 bytes each percent-encoded) and every other parameter at
+# its own, is 7,876 bytes (memory/api/serializers.py), so no valid request
+# meets gunicorn's HTML 414; a longer `q` is the API's own 400.
+limit_request_line = 8190
 # X-Forwarded-Proto makes a request count as HTTPS only when it comes from a
 # reverse proxy the operator names (GEDWEB_TRUSTED_PROXIES, comma-separated
 # addresses; none by default), so a client cannot make a plain request look

@@ -159,6 +159,9 @@ class EntryPageSerializer(serializers.Serializer):
     next_cursor = serializers.IntegerField(allow_null=True)
 
 
+MAX_SEARCH_CHARS = 500
+
+
 class EntryListQuerySerializer(StrictSerializer):
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
     after = serializers.IntegerField(required=False, min_value=0)
@@ -167,7 +170,13 @@ class EntryListQuerySerializer(StrictSerializer):
     category = serializers.CharField(required=False, max_length=64)
     source = serializers.CharField(required=False, max_length=128)
     since = serializers.DateTimeField(required=False)
-    q = serializers.CharField(required=False, max_length=1000)
+    # The longest valid listing URL must fit gunicorn's request line
+    # (limit_request_line = 8190 in gunicorn.conf.py). Percent-encoded, a
+    # 4-byte character is 12 bytes: 500 of them are 6,000 bytes, and every
+    # other parameter at its maximum (a 128-character source is 1,536 bytes)
+    # with the method, path and version adds 1,876: 7,876 in all
+    # (docs/api.md#limits).
+    q = serializers.CharField(required=False, max_length=MAX_SEARCH_CHARS)
     view = serializers.ChoiceField(choices=["all", "current"], required=False, default="all")
 
 
