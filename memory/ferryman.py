@@ -181,33 +181,33 @@ class _Budget:
         return 0
 
 
-def _check_wal(path: Path) -> None:
-    # An immutable connection does not look at the write-ahead log, so rows that
-    # Ferryman committed but did not checkpoint yet would be silently missing.
+def _is_live(path: Path) -> bool:
+    """True when the database has a non-empty write-ahead log (Ferryman running).
+
+    An immutable connection does not look at the log, so rows Ferryman
+    committed but did not checkpoint yet would be silently missing; such a
+    database is opened read-only without ``immutable`` instead, which reads
+    the log (and takes SQLite's shared read lock, as any reader does).
+    """
     wal = path.with_name(path.name + "-wal")
     try:
         info = os.lstat(wal)
     except FileNotFoundError:
-        return
+        return False
     except OSError as exc:
         raise FerrymanSourceError(f"cannot read {wal}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode) or info.st_size > 0:
-        raise FerrymanSourceError(
-            f"{path} has a non-empty write-ahead log {wal.name} (Ferryman is running or "
-            "stopped uncleanly); stop the bridge, or import a copy made with "
-            f"sqlite3 {path.name} \".backup copy.db\""
-        )
+    if not stat.S_ISREG(info.st_mode):
+        raise FerrymanSourceError(f"{wal} is not a regular file")
+    return info.st_size > 0
 
 
 def _connect(path: Path) -> tuple[sqlite3.Connection, _Budget]:
     _check_source(path)
-    _check_wal(path)
+    # immutable: no locks, no -wal or -shm created, nothing ever written.
+    mode = "mode=ro" if _is_live(path) else "mode=ro&immutable=1"
     budget = _Budget(MAX_SQLITE_STEPS)
     try:
-        # immutable: no locks, no -wal or -shm created, nothing ever written.
-        connection = sqlite3.connect(
-            f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True
-        )
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
     except sqlite3.Error as exc:
         raise FerrymanSourceError(f"{path} is not a readable SQLite database: {exc}") from None
     try:

@@ -218,11 +218,28 @@ def test_a_project_id_that_is_not_text_is_refused(alpha, bridge_db):
                                                           str(bridge_db))
 
 
-def test_a_non_empty_write_ahead_log_is_refused(alpha, bridge_db):
-    # The immutable connection would not see what the -wal holds.
-    (bridge_db.parent / "bridge.db-wal").write_bytes(b"\0" * 32)
-    message = refused("--project", "alpha", "--database", str(bridge_db))
-    assert "bridge.db-wal" in message and ".backup" in message
+def test_a_running_bridge_is_read_with_its_write_ahead_log(alpha, tmp_path):
+    # Ferryman running: rows committed to the -wal, not yet checkpointed.
+    path = make_bridge_db(tmp_path / "bridge.db", rows=[])
+    writer = sqlite3.connect(path)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.executemany(
+            "INSERT INTO project_memory (id, project_id, category, content, source, created_at)"
+            " VALUES (?, 'home-studio', ?, ?, ?, ?)", ROWS)
+        writer.commit()
+        assert (tmp_path / "bridge.db-wal").stat().st_size > 0
+        run("--project", "alpha", "--database", str(path))
+    finally:
+        writer.close()
+    assert sorted(MemoryEntry.objects.values_list("content", flat=True)) == sorted(
+        row[2] for row in ROWS)
+
+
+def test_a_write_ahead_log_that_is_not_a_file_is_refused(alpha, bridge_db):
+    (bridge_db.parent / "bridge.db-wal").mkdir()
+    assert "bridge.db-wal is not a regular file" in refused("--project", "alpha", "--database",
+                                                            str(bridge_db))
     assert MemoryEntry.objects.count() == 0
 
 
