@@ -27,6 +27,17 @@ DOCS_CSP = {
     "form-action": [CSP.SELF],
 }
 
+
+# The schema and its docs are drf-spectacular's views; their errors (406,
+# too many parameters) are the JSON shape like every other /v1 answer.
+class SchemaView(api.JSONErrorsMixin, SpectacularAPIView):
+    pass
+
+
+class DocsView(api.JSONErrorsMixin, SpectacularSwaggerView):
+    pass
+
+
 urlpatterns = [
     path("", pages.home, name="home"),
     path("healthz", api.HealthView.as_view(), name="healthz"),
@@ -39,10 +50,10 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("p/<project:project_id>/", include("memory.urls")),
     path("p/<project:project_id>/", include("governance.urls")),
-    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/schema", SchemaView.as_view(), name="schema"),
     path(
         "v1/docs",
-        csp_override(DOCS_CSP)(SpectacularSwaggerView.as_view(url_name="schema")),
+        csp_override(DOCS_CSP)(DocsView.as_view(url_name="schema")),
         name="docs",
     ),
     path("v1/", include("memory.api.urls")),

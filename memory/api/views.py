@@ -49,7 +49,24 @@ READ_ERRORS = (400, 401, 404)
 WRITE_ERRORS = (400, 401, 403, 404, 413, 415)
 
 
-class GedWebAPIView(APIView):
+class JSONErrorsMixin:
+    """An error is the JSON shape whatever renderer the answer would have had.
+
+    The context bundle's text/plain, the schema's YAML, Swagger UI's HTML.
+    """
+
+    def finalize_response(
+        self, request: Request, response: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        if isinstance(response, Response) and response.status_code >= 400:
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(  # type: ignore[misc]
+            request, response, *args, **kwargs
+        )
+
+
+class GedWebAPIView(JSONErrorsMixin, APIView):
     """Base of every GedWeb API view: who is asking is settled before anything else.
 
     DRF's ``initial`` negotiates the renderer before it authenticates, so a
@@ -76,15 +93,6 @@ class GedWebAPIView(APIView):
         # (gedweb.exceptions).
         _ = request.query_params
 
-    def finalize_response(
-        self, request: Request, response: Any, *args: Any, **kwargs: Any
-    ) -> Any:
-        # An error is the JSON shape whatever renderer the answer would have
-        # had (the context bundle's text/plain, a third-party HTML view).
-        if isinstance(response, Response) and response.status_code >= 400:
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)
 
 
 class ProjectAPIView(GedWebAPIView):
