@@ -8,6 +8,8 @@ from django.urls import include, path, re_path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.settings import APISettings
 
 from gedweb import converters  # noqa: F401  (registers the path converters)
 from memory import views as pages
@@ -28,10 +30,16 @@ DOCS_CSP = {
 }
 
 
+class _SchemaNegotiation(DefaultContentNegotiation):
+    # URL_FORMAT_OVERRIDE is off for the API (?format= is the context
+    # bundle's own); the schema keeps ?format=json|yaml.
+    settings = APISettings({"URL_FORMAT_OVERRIDE": "format"})
+
+
 # The schema and its docs are drf-spectacular's views; their errors (406,
 # too many parameters) are the JSON shape like every other /v1 answer.
 class SchemaView(api.JSONErrorsMixin, SpectacularAPIView):
-    pass
+    content_negotiation_class = _SchemaNegotiation
 
 
 class DocsView(api.JSONErrorsMixin, SpectacularSwaggerView):
