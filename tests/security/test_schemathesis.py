@@ -6,7 +6,10 @@ services and database (pytest-django's test database: SQLite or PostgreSQL,
 whichever DATABASE_URL names); each test's writes are rolled back after it.
 Path parameters are pinned to a real project, work item, entry, candidate
 and standards import, so generated bodies and queries reach validation and
-the services instead of stopping at a 404.
+the services instead of stopping at a 404; a third test then draws each
+path parameter freely (a real value or a hostile one: NUL, controls,
+unicode, dot segments, over-long) and requires no server error and the JSON
+error shape.
 
 Bounded for CI: MAX_EXAMPLES per operation and mode, derandomized (the same
 examples on every run), no deadline, no example database.
@@ -23,6 +26,7 @@ from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -190,3 +194,61 @@ def test_operation_boundaries_and_methods(operation: Any, fuzz_target: dict[str,
         case.call_and_validate(
             headers=credentials, checks=[*CHECKS, unsupported_method, allow_header_conformance]
         )
+
+
+# --- free path parameters ---------------------------------------------------------------
+
+# What an attacker puts where an id goes: NUL and other controls, separators,
+# dot segments, unicode (combining, astral, right-to-left), numbers past any
+# integer type, and values far longer than any id.
+HOSTILE_PATH_VALUES = st.one_of(
+    st.sampled_from([
+        "\x00", "a\x00b", "%00", "\x7f", "\n", " ", "..", ".", "-", "-1", "0", "00",
+        "99999999999999999999999", "1e3", "a/b", "%2F", "\\", "ü", "e\u0301", "\u202e",
+        "😀" * 5, "x" * 64, "x" * 300, "ä" * 1000, "CONTEXT.md\x00", "../../etc/passwd",
+    ]),
+    st.text(max_size=40),
+    st.text(st.characters(codec="utf-8"), min_size=200, max_size=400),
+)
+FREE_MAX_EXAMPLES = 40
+
+
+def _error_shape(response: Any, case: Any) -> None:
+    """Every /v1 error is the contract's JSON {code, message, fields?}."""
+    if response.status_code >= 400:
+        body = response.json()
+        assert isinstance(body.get("code"), str) and isinstance(body.get("message"), str), body
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=_operation_id)
+def test_free_path_parameters_never_fail_the_server(
+    operation: Any, fuzz_target: dict[str, Any]
+) -> None:
+    """Each path parameter is drawn: a real value or a hostile one, on both databases.
+
+    The other parameters and the body are generated as valid, so the path
+    value is what is under test: a 404 (or the 400 naming a skill name or
+    document path) in the JSON shape, never a 500 or a database error.
+    """
+    real, headers, credentials = _inputs(operation, fuzz_target)
+    names = sorted(real)
+
+    @given(data=st.data())
+    @settings(
+        max_examples=FREE_MAX_EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(data: Any) -> None:
+        drawn = {name: data.draw(st.one_of(st.just(str(real[name])), HOSTILE_PATH_VALUES),
+                                 label=name)
+                 for name in names}
+        case = data.draw(operation.as_strategy(generation_mode=GenerationMode.POSITIVE,
+                                               path_parameters=drawn, headers=headers))
+        response = case.call(headers=credentials)
+        assert response.status_code < 500, (drawn, response.status_code, response.text[:500])
+        _error_shape(response, case)
+
+    run()
