@@ -11,6 +11,10 @@ admin) whatever DEBUG says:
   /v1, Django's plain 400 page elsewhere, never the debug page (which shows
   paths and settings). Django would log it with a traceback; here it is one
   line on ``django.security.DisallowedHost``, as for any client error.
+- Outside /v1, more query parameters or form fields than
+  DATA_UPLOAD_MAX_NUMBER_FIELDS are Django's plain 400 page with one log
+  line, not the debug page and a traceback. Under /v1 the API view answers
+  them after authentication (401 first), in its JSON shape.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.core.exceptions import DisallowedHost
+from django.core.exceptions import DisallowedHost, TooManyFieldsSent
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views import defaults
 
@@ -26,6 +30,7 @@ from gedweb.exceptions import json_error
 from gedweb.views import page_not_found
 
 host_logger = logging.getLogger("django.security.DisallowedHost")
+fields_logger = logging.getLogger("django.security.TooManyFieldsSent")
 
 
 def is_api_path(path: str) -> bool:
@@ -47,4 +52,13 @@ class RequestShapeMiddleware:
             return defaults.bad_request(request, exc)
         if "\x00" in request.path_info:
             return page_not_found(request, Http404())
+        if not api:
+            try:
+                # Parsed here once; every later reader gets these QueryDicts.
+                request.GET  # noqa: B018
+                if request.method == "POST":
+                    request.POST  # noqa: B018
+            except TooManyFieldsSent as exc:
+                fields_logger.warning("%s (%s %s)", exc, request.method, request.path_info[:200])
+                return defaults.bad_request(request, exc)
         return self.get_response(request)

@@ -22,7 +22,10 @@ class SkillPutSerializer(StrictSerializer):
 
 
 class SkillMatchQuerySerializer(StrictSerializer):
-    text = serializers.CharField(max_length=100_000, trim_whitespace=False)
+    # Bounded like memory search's q, so the longest valid request line
+    # (500 four-byte characters at 12 bytes each) fits gunicorn's 8,190 bytes
+    # and a longer text is this 400, never gunicorn's HTML 414 (docs/api.md).
+    text = serializers.CharField(max_length=500, trim_whitespace=False)
 
 
 class SkillSummarySerializer(serializers.Serializer):

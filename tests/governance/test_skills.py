@@ -230,6 +230,16 @@ def test_match_needs_text(alpha, api):
     assert api.get(url(alpha.id, "match")).status_code == 400
 
 
+def test_match_text_is_bounded_below_the_request_line(alpha, api):
+    put(api, alpha.id, "release-notes")
+    longest = "𝄞" * 490 + " changelog"  # 500 characters, 4-byte ones where possible
+    response = api.get(url(alpha.id, "match"), {"text": longest})
+    assert [i["name"] for i in response.json()["items"]] == ["release-notes"]
+    refused = api.get(url(alpha.id, "match"), {"text": longest + "x"})
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "validation_error" and "text" in refused.json()["fields"]
+
+
 # --- scoping ------------------------------------------------------------------------------------
 
 

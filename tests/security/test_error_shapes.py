@@ -246,6 +246,23 @@ def test_a_disallowed_host_elsewhere_is_the_plain_400_page(
     assert_one_line_logs(caplog)
 
 
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+def test_too_many_parameters_outside_v1_are_the_plain_400_page(
+    db: None, settings: Any, caplog: pytest.LogCaptureFixture, debug: bool
+) -> None:
+    settings.DEBUG = debug
+    form = {f"p{i}": "1" for i in range(1001)}
+    answers = [Client().get(f"{path}?{TOO_MANY}") for path in ("/", "/p/alpha/", "/admin/",
+                                                                "/accounts/login/")]
+    answers.append(Client().post("/accounts/login/", form))
+    for response in answers:
+        assert response.status_code == 400
+        text = response.content.decode()
+        assert "TooManyFieldsSent" not in text and "Traceback" not in text
+    assert_one_line_logs(caplog)
+    assert any("TooManyFieldsSent" in r.name for r in caplog.records)
+
+
 # --- Accept ---------------------------------------------------------------------------------------
 
 
