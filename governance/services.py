@@ -182,6 +182,30 @@ def governance_write(
     return following
 
 
+# Size bounds of stored governance text (docs/governance.md). The API's 1 MiB
+# body limit already bounds one request; these bound what is kept, whichever
+# path writes it (API, ged_import).
+MAX_WORK_FILE_CHARS = 1_000_000
+MAX_EVIDENCE_BYTES = 64 * 1024
+
+
+def validate_work_text(content: str) -> None:
+    """A work file's or task artifact's text: at most MAX_WORK_FILE_CHARS characters."""
+    if len(content) > MAX_WORK_FILE_CHARS:
+        raise ValidationError(
+            {"content": [f"must be at most {MAX_WORK_FILE_CHARS:,} characters"]}
+        )
+
+
+def validate_evidence_size(record: dict[str, Any]) -> None:
+    """One evidence record, as stored: at most MAX_EVIDENCE_BYTES of JSON."""
+    size = len(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_EVIDENCE_BYTES:
+        raise ValidationError(
+            {"evidence": [f"must be at most {MAX_EVIDENCE_BYTES:,} bytes of JSON, not {size:,}"]}
+        )
+
+
 def new_evidence_record(fields: dict[str, Any], now: datetime) -> dict[str, Any]:
     """A GedPi evidence record from caller fields; id and recordedAt come from the server."""
     record: dict[str, Any] = {
@@ -196,6 +220,7 @@ def new_evidence_record(fields: dict[str, Any], now: datetime) -> dict[str, Any]
     record["outcome"] = fields["outcome"]
     if fields.get("binding") is not None:
         record["binding"] = fields["binding"]
+    validate_evidence_size(record)
     return record
 
 
@@ -470,6 +495,7 @@ def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
                     expected_version: int | None = None) -> WorkFile:
     if name not in allowed_files(work):
         raise Conflict(f"{name} is not a file of {work.mode} work")
+    validate_work_text(content)
     with transaction.atomic():
         WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
         # Editing work files is a metadata mutation in GedPi's guard.
@@ -481,6 +507,7 @@ def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
 
 def task_artifact_write(*, work: WorkItem, task_id: str, name: str, content: str, author: str,
                         expected_version: int | None = None) -> TaskArtifact:
+    validate_work_text(content)
     if name == TaskArtifact.Name.HISTORY:
         try:
             history = json.loads(content)
@@ -633,6 +660,7 @@ def work_file_import(*, work: WorkItem, name: str, content: str, author: str) ->
     """A new version of a work file when the checkout's text differs; no guard (paused work too)."""
     if name not in allowed_files(work):
         raise Conflict(f"{name} is not a file of {work.mode} work")
+    validate_work_text(content)
     current = latest_files(work).get(name)
     if current is not None and current.content == content:
         return False
@@ -650,6 +678,7 @@ def latest_task_artifacts(work: WorkItem) -> dict[tuple[str, str], TaskArtifact]
 
 def task_artifact_import(*, work: WorkItem, task_id: str, name: str, content: str,
                          author: str) -> bool:
+    validate_work_text(content)
     current = (
         TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)
         .order_by("-version").first()

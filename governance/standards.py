@@ -31,7 +31,15 @@ RULE = (
 )
 
 
+# The same bound as a durable document (memory.documents.MAX_DOCUMENT_CHARS):
+# instruction files are documents, and the largest real AGENTS.md files are
+# a few tens of kilobytes.
+MAX_STANDARDS_CHARS = 200_000
+
+
 def validate_standards_content(value: str) -> None:
+    if len(value) > MAX_STANDARDS_CHARS:
+        raise ValidationError(f"must be at most {MAX_STANDARDS_CHARS:,} characters")
     if "\x00" in value:
         raise ValidationError("must not contain NUL characters")
     if not value.strip():

@@ -191,6 +191,18 @@ def test_evidence_that_breaks_gedpis_rules_is_422_and_stores_nothing(api, direct
     assert stored(direct_work) == before
 
 
+def test_an_evidence_record_over_64_kib_is_400_naming_it_and_stores_nothing(api, direct_work):
+    big = evidence("plan", "satisfied", binding={"type": "plan-content", "digest": "7" * 64,
+                                                 "paths": ["p" * 100] * 700})
+    before = stored(direct_work)
+    error = assert_error(append(api, direct_work, big), 400, "validation_error")
+    assert "64 KiB" not in error["message"] and "65,536 bytes" in str(error["fields"]["evidence"])
+    assert stored(direct_work) == before
+    # Just under the bound the same record reaches GedPi's rules as usual.
+    small = evidence("inspection", "observed", summary="s" * 10_000)
+    assert append(api, direct_work, small).status_code == 200
+
+
 def test_a_non_json_evidence_body_is_415_and_stores_nothing(api, direct_work):
     before = stored(direct_work)
     response = api.post(gov_url("alpha", direct_work.work_id, "evidence"), "kind=inspection",

@@ -7,6 +7,7 @@ artifacts, and project scoping. Each test checks the answer and the rows.
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from gedweb.lib import governance as gov
 from governance import services
@@ -344,6 +345,23 @@ def test_a_file_put_adds_a_version_and_keeps_the_earlier_ones(api, planned_work)
     assert list(WorkFile.objects.filter(work=planned_work, name="SPEC.md")
                 .values_list("version", "content")) == [(1, gov.SPEC_TEMPLATE),
                                                         (2, "# Spec\n\nv2\n")]
+
+
+def test_a_work_file_over_a_million_characters_is_refused_on_every_path(api, planned_work):
+    too_long = "x" * (services.MAX_WORK_FILE_CHARS + 1)
+    before = list(WorkFile.objects.values_list("work_id", "name", "version"))
+    with pytest.raises(ValidationError) as refused:
+        services.work_file_import(work=planned_work, name="SPEC.md", content=too_long,
+                                  author="importer")
+    assert refused.value.message_dict == {"content": ["must be at most 1,000,000 characters"]}
+    with pytest.raises(ValidationError):
+        services.task_artifact_import(work=planned_work, task_id="T1", name="BRIEF.md",
+                                      content=too_long, author="importer")
+    assert list(WorkFile.objects.values_list("work_id", "name", "version")) == before
+    assert not TaskArtifact.objects.exists()
+    exactly = "x" * services.MAX_WORK_FILE_CHARS
+    assert services.work_file_import(work=planned_work, name="SPEC.md", content=exactly,
+                                     author="importer") is True
 
 
 def test_a_file_put_is_not_a_governance_revision(api, direct_work):

@@ -110,6 +110,14 @@ def test_empty_whitespace_only_or_nul_content_is_refused(alpha, api, content):
     assert not StandardsImport.objects.exists()
 
 
+def test_content_over_200000_characters_is_refused_naming_it(alpha, api):
+    assert submit(api, alpha.id, "AGENTS.md", "# Rules\n" + "r" * 199_992).status_code == 201
+    response = submit(api, alpha.id, "CLAUDE.md", "# Rules\n" + "r" * 199_993)
+    assert response.status_code == 400
+    assert response.json()["fields"]["content"] == ["must be at most 200,000 characters"]
+    assert list(StandardsImport.objects.values_list("path", flat=True)) == ["AGENTS.md"]
+
+
 def test_content_that_is_not_valid_utf8_is_refused(alpha, api):
     response = api.post(url(alpha.id, "imports"),
                         data=b'{"path": "AGENTS.md", "content": "bad \\ud800 surrogate"}',
