@@ -9,8 +9,6 @@ that write pass it and one test checks the boundary without it.
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import secrets
 import socket
@@ -23,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.security.live_server import ServerDown, http_request
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -38,21 +38,8 @@ def free_port() -> int:
 
 def http_json(port: int, method: str, path: str, token: str | None = None,
               body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    all_headers = {"Accept": "application/json", **(headers or {})}
-    if token:
-        all_headers["Authorization"] = f"Bearer {token}"
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        all_headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=data, headers=all_headers)
-        response = conn.getresponse()
-        payload = response.read()
-    finally:
-        conn.close()
-    return response.status, json.loads(payload) if payload else None
+    status, payload, _ = http_request(port, method, path, token, body, headers, timeout=10)
+    return status, payload
 
 
 @dataclass
@@ -138,7 +125,7 @@ def gedweb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
                 status, body = http_json(port, "GET", "/healthz")
                 if status == 200:
                     break
-            except (OSError, http.client.HTTPException, ValueError):
+            except (ServerDown, ValueError):
                 pass
             if time.monotonic() > deadline:
                 pytest.fail(f"no /healthz in 30 s: {log_path.read_text(errors='replace')[-2000:]}")
