@@ -70,6 +70,15 @@ class DecisionRequired(DomainError):
     status, code = 422, "decision_required"
 
 
+class QuotaExceeded(DomainError):
+    """A write would take a project past one of its storage quotas.
+
+    ``quota`` names it (entries, documents, work_files, skills) in the body.
+    """
+
+    status, code = 409, "quota_exceeded"
+
+
 class MemoryWriteForbidden(drf.PermissionDenied):
     default_detail = "memory writes need the memory write token (X-Memory-Token)"
     default_code = "memory_write_forbidden"
@@ -92,7 +101,7 @@ _STATUS_CODES: list[tuple[type[Exception], int, str]] = [
     (drf.UnsupportedMediaType, 415, "unsupported_media_type"),
     (drf.NotAcceptable, 406, "not_acceptable"),
     (drf.ParseError, 400, "bad_request"),
-    (drf.Throttled, 429, "throttled"),
+    (drf.Throttled, 429, "rate_limited"),
 ]
 
 _FIXED_MESSAGES = {
