@@ -86,6 +86,21 @@ ARTIFACTS: list[dict[str, Any]] = [
         "lifecycle": f"{_APPEND_ONLY}; one row per revision; reports are write-once",
     },
     {
+        "artifact": "memory.ProjectQuota",
+        "storage": "database",
+        "producer": (
+            "memory.quotas.quota_charge (in the transaction of every stored entry, candidate, "
+            "document, standards import, work file, task artifact, evidence record and skill); "
+            "limit_mib by operators in the Django admin"
+        ),
+        "consumers": ["every write of those kinds (409 quota_exceeded)", "admin"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "one per (project, kind); used_bytes only grows (stored rows are never removed); "
+            "backfilled by migration memory 0010"
+        ),
+    },
+    {
         "artifact": "governance.WorkItem",
         "storage": "database",
         "producer": "governance.services.work_open (or work_import for `ged_import`)",

@@ -442,3 +442,30 @@ if PRODUCTION:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+
+# --- Quotas ------------------------------------------------------------------
+# Per-project storage quotas (memory/quotas.py, docs/api.md#quotas), in MiB of
+# stored UTF-8 text plus 256 bytes per row. Defaults are far above what a
+# real project stores (a busy project's memory is a few MiB) and low enough
+# that one leaked token cannot fill the disk: work files are the largest
+# kind (1,000,000 characters each, a new version per edit), skills the
+# smallest. An operator raises one project's quota in the admin.
+
+
+def _quota_mib(name: str, default: int) -> int:
+    raw = env.str(name, default="").strip()
+    if raw == "":
+        return default
+    # ASCII digits only: int() would also take "+5", "1_000" or other scripts' digits.
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+        raise ImproperlyConfigured(f"{name} must be a whole number of MiB, at least 1, not {raw!r}")
+    return int(raw)
+
+
+QUOTAS_MIB = {
+    "entries": _quota_mib("GEDWEB_QUOTA_ENTRIES_MIB", 256),
+    "documents": _quota_mib("GEDWEB_QUOTA_DOCUMENTS_MIB", 256),
+    "work_files": _quota_mib("GEDWEB_QUOTA_WORK_FILES_MIB", 1024),
+    "skills": _quota_mib("GEDWEB_QUOTA_SKILLS_MIB", 64),
+}
+# --- end of Quotas -----------------------------------------------------------

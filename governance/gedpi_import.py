@@ -43,6 +43,7 @@ from governance.gedpi_export import render_tree
 from governance.models import STANDARDS_PATHS, TaskArtifact
 from governance.skills import skill_import
 from governance.standards import standards_decision_import
+from memory import quotas
 from memory.documents import (
     DOCUMENT_ID_RE,
     document_current,
@@ -702,7 +703,10 @@ def import_checkout(*, project: Project, root: Path) -> ImportResult:
     author = import_label(checkout.root)
     reason = f"ged_import of {checkout.root}"[:1000]
     result = ImportResult(str(checkout.root), skipped=list(checkout.skipped))
-    with transaction.atomic():
+    # The quota charges of the whole checkout are taken at the end, once per
+    # kind (memory.quotas.deferred): after every work item lock, as single
+    # writes take them, and over quota the whole import is refused.
+    with transaction.atomic(), quotas.deferred():
         Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
         for path, (rel, text) in checkout.documents.items():
             result.count("documents", _put_document(project, path, rel, text, author, reason))

@@ -41,6 +41,7 @@ from governance.models import (
     WorkFile,
     WorkItem,
 )
+from memory import quotas
 from memory.models import Project
 
 _ERRORS: dict[str, type[DomainError]] = {
@@ -120,13 +121,19 @@ def _store_revision(work: WorkItem, previous_evidence: int, document: dict[str, 
                     operation: str, author: str) -> None:
     now = timezone.now()
     evidence = document["evidence"]
-    for position in range(previous_evidence, len(evidence)):
-        record = evidence[position]
+    records = [json.dumps(evidence[position], ensure_ascii=False)
+               for position in range(previous_evidence, len(evidence))]
+    if records:
+        # Evidence counts against the work_files quota; the caller holds the
+        # work item's row lock, so the quota row is the last lock taken.
+        quotas.quota_charge(project=work.project_id, kind="work_files",
+                            size_bytes=quotas.text_bytes(*records), rows=len(records))
+    for position, record_json in enumerate(records, start=previous_evidence):
         EvidenceRecord.objects.create(
             work=work,
             position=position,
-            evidence_id=record["id"],
-            record_json=json.dumps(record, ensure_ascii=False),
+            evidence_id=evidence[position]["id"],
+            record_json=record_json,
             revision=document["revision"],
             author=author,
             created_at=now,
@@ -448,6 +455,10 @@ def work_open(
             initial_files = dict(gov.PLANNED_TEMPLATES)
         else:
             initial_files = {}
+        if initial_files:
+            quotas.quota_charge(project=project, kind="work_files",
+                                size_bytes=quotas.text_bytes(*initial_files.values()),
+                                rows=len(initial_files))
         for name, content in initial_files.items():
             WorkFile.objects.create(work=work, name=name, version=1, content=content,
                                     author=author, created_at=now)
@@ -491,6 +502,11 @@ def _next_version(rows: Any, expected_version: int | None) -> int:
     return current + 1
 
 
+def _charge_work_text(work: WorkItem, content: str) -> None:
+    quotas.quota_charge(project=work.project_id, kind="work_files",
+                        size_bytes=quotas.text_bytes(content))
+
+
 def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
                     expected_version: int | None = None) -> WorkFile:
     if name not in allowed_files(work):
@@ -501,6 +517,7 @@ def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
         # Editing work files is a metadata mutation in GedPi's guard.
         _require_guard(work, "metadata-mutation")
         version = _next_version(WorkFile.objects.filter(work=work, name=name), expected_version)
+        _charge_work_text(work, content)
         return WorkFile.objects.create(work=work, name=name, version=version, content=content,
                                        author=author, created_at=timezone.now())
 
@@ -520,6 +537,7 @@ def task_artifact_write(*, work: WorkItem, task_id: str, name: str, content: str
         _require_guard(work, "metadata-mutation")
         rows = TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)
         version = _next_version(rows, expected_version)
+        _charge_work_text(work, content)
         return TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
                                            version=version, content=content, author=author,
                                            created_at=timezone.now())
@@ -664,8 +682,11 @@ def work_file_import(*, work: WorkItem, name: str, content: str, author: str) ->
     current = latest_files(work).get(name)
     if current is not None and current.content == content:
         return False
-    WorkFile.objects.create(work=work, name=name, version=current.version + 1 if current else 1,
-                            content=content, author=author, created_at=timezone.now())
+    with transaction.atomic():
+        _charge_work_text(work, content)
+        WorkFile.objects.create(work=work, name=name,
+                                version=current.version + 1 if current else 1,
+                                content=content, author=author, created_at=timezone.now())
     return True
 
 
@@ -685,7 +706,9 @@ def task_artifact_import(*, work: WorkItem, task_id: str, name: str, content: st
     )
     if current is not None and current.content == content:
         return False
-    TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
-                                version=current.version + 1 if current else 1, content=content,
-                                author=author, created_at=timezone.now())
+    with transaction.atomic():
+        _charge_work_text(work, content)
+        TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
+                                    version=current.version + 1 if current else 1,
+                                    content=content, author=author, created_at=timezone.now())
     return True

@@ -24,6 +24,7 @@ from gedweb.lib import skills as rules
 from gedweb.lib.governance import format_time
 from gedweb.lib.standards import sha256_text
 from governance.models import Skill
+from memory import quotas
 from memory.models import Project, format_timestamp
 
 CREATED, CONFIRMED = "created", "confirmed"
@@ -72,6 +73,7 @@ def skill_put(
             )
         if current is not None and current.verified:
             return SkillWrite(current, CONFIRMED)
+        quotas.quota_charge(project=project, kind="skills", size_bytes=quotas.text_bytes(content))
         now = timezone.now()
         skill = Skill.objects.create(
             project=project,
@@ -120,6 +122,7 @@ def skill_record_legacy(
             ):
                 return current
             raise Conflict(f"skill {name} is already recorded")
+        quotas.quota_charge(project=project, kind="skills", size_bytes=quotas.text_bytes(content))
         now = timezone.now()
         return Skill.objects.create(
             project=project,
@@ -246,6 +249,7 @@ def skill_import(
             and json.dumps(gedpi_skill_record(current)) == json.dumps(record)
         ):
             return "unchanged"
+        quotas.quota_charge(project=project, kind="skills", size_bytes=quotas.text_bytes(content))
         Skill.objects.create(
             project=project,
             name=name,

@@ -22,6 +22,7 @@ from django.utils import timezone
 from gedweb.exceptions import Conflict
 from gedweb.lib.standards import render_standards, sha256_text
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
+from memory import quotas
 from memory.models import Project, format_timestamp
 
 RULE = (
@@ -82,6 +83,8 @@ def standards_import_submit(
         return existing, False
     try:
         with transaction.atomic():
+            quotas.quota_charge(project=project, kind="documents",
+                                size_bytes=quotas.text_bytes(content))
             row = StandardsImport.objects.create(
                 project=project,
                 path=path,

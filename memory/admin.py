@@ -22,7 +22,7 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
 from gedweb.exceptions import DomainError
-from memory import services
+from memory import quotas, services
 from memory.models import (
     ChainCheckpoint,
     DocumentRevision,
@@ -30,6 +30,7 @@ from memory.models import (
     MemoryCandidate,
     MemoryEntry,
     Project,
+    ProjectQuota,
     ProjectToken,
 )
 
@@ -469,3 +470,48 @@ class DocumentRevisionAdmin(ReadOnlyAdmin):
     ordering = ["project_id", "path", "-revision"]
     fields = ["project", "path", "revision", "sha256", "author", "created_at", "reason",
               "content"]
+
+
+@admin.register(ProjectQuota)
+class ProjectQuotaAdmin(ProjectScopedAdmin):
+    """Storage used per project and kind; operators raise or lower the limit (docs/admin.md).
+
+    Only ``limit_mib`` is editable, and saving writes only that column:
+    used_bytes moves under concurrent writes (memory.quotas.quota_charge),
+    and the form's copy of it would be stale.
+    """
+
+    list_display = ["project", "kind", "used", "limit", "percent_used"]
+    list_filter = ["kind", ("project", ProjectFilter)]
+    list_select_related = ["project"]
+    search_fields = ["project__id"]
+    fields = ["project", "kind", "used", "limit_mib", "default_limit"]
+    readonly_fields = ["project", "kind", "used", "default_limit"]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # one row per project and kind, made by the project or its first write
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # deleting would forget the usage of rows that stay stored
+
+    @admin.display(description="used")
+    def used(self, obj: ProjectQuota) -> str:
+        text = quotas.human_bytes(obj.used_bytes)
+        return text if obj.used_bytes < 1024 else f"{text} ({obj.used_bytes:,} bytes)"
+
+    @admin.display(description="limit")
+    def limit(self, obj: ProjectQuota) -> str:
+        text = quotas.human_bytes(quotas.limit_bytes(obj))
+        return text if obj.limit_mib else f"{text} (default)"
+
+    @admin.display(description="default limit")
+    def default_limit(self, obj: ProjectQuota) -> str:
+        return f"{quotas.default_limit_mib(obj.kind):,} MiB (GEDWEB_QUOTA_{obj.kind.upper()}_MIB)"
+
+    @admin.display(description="% used")
+    def percent_used(self, obj: ProjectQuota) -> str:
+        return f"{100 * obj.used_bytes / quotas.limit_bytes(obj):.1f}%"
+
+    def save_model(self, request: HttpRequest, obj: ProjectQuota, form: Any, change: bool
+                   ) -> None:
+        obj.save(update_fields=["limit_mib"])

@@ -25,6 +25,7 @@ from django.utils import timezone
 from gedweb.exceptions import Conflict, StaleRevision
 from gedweb.lib.governance import WORK_ID_RE
 from gedweb.lib.substantive import is_substantive
+from memory import quotas
 from memory.models import DocumentRevision, Project, format_timestamp
 
 __all__ = [
@@ -234,6 +235,8 @@ def document_put(
                 if content == current.content:
                     return PutResult(current, created=False, changed=False)
                 number = current.revision + 1
+            quotas.quota_charge(project=project, kind="documents",
+                                size_bytes=quotas.text_bytes(content))
             document = DocumentRevision(
                 project=project,
                 path=path,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -37,6 +38,7 @@ __all__ = [
     "MemoryEntry",
     "Membership",
     "Project",
+    "ProjectQuota",
     "ProjectToken",
 ]
 
@@ -422,3 +424,49 @@ class DocumentRevision(models.Model):
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.summary_dict(), "content": self.content}
+
+
+class ProjectQuota(models.Model):
+    """How many bytes of one kind of stored text a project holds, and its limit.
+
+    ``used_bytes`` is kept by memory.quotas.quota_charge in the transaction of
+    every write of that kind; ``limit_mib`` is the operator's override (in the
+    admin), NULL for the installation's default (GEDWEB_QUOTA_<KIND>_MIB).
+    Not append-only: stored rows are never removed, so usage only grows.
+    """
+
+    class Kind(models.TextChoices):
+        # Labelled with their own names: the names the API's 409 body uses.
+        ENTRIES = "entries", "entries"
+        DOCUMENTS = "documents", "documents"
+        WORK_FILES = "work_files", "work_files"
+        SKILLS = "skills", "skills"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="quotas")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    used_bytes = models.PositiveBigIntegerField(default=0)
+    limit_mib = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="MiB for this project; empty for the installation's default.",
+    )
+
+    class Meta:
+        ordering = ["project_id", "kind"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "kind"], name="memory_projectquota_unique_kind"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["entries", "documents", "work_files", "skills"]),
+                name="memory_projectquota_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(limit_mib__isnull=True) | Q(limit_mib__gte=1),
+                name="memory_projectquota_limit_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.kind} quota"

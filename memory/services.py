@@ -24,7 +24,7 @@ from gedweb.db.compiled import CompiledRead
 from gedweb.exceptions import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
-from memory import checkpoints, mirror
+from memory import checkpoints, mirror, quotas
 from memory.models import (
     Membership,
     MemoryCandidate,
@@ -100,6 +100,7 @@ def project_create(
                 raise Conflict(f"project {project_id} already exists")
             project = Project.objects.create(id=project_id, name=name)
             _token_create(project=project, name=token_name, raw=raw)
+            quotas.quota_rows_create(project)
     except IntegrityError:
         # A concurrent create of the same id or token lost the race.
         raise Conflict(f"project {project_id} or its token already exists") from None
@@ -269,6 +270,9 @@ def _append_locked(
         request_hash=request_hash if idempotency_key is not None else None,
     )
     entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
+    # After the replay check (a replay stores nothing, so costs nothing) and
+    # under the project lock the caller took: the quota row is the last lock.
+    quotas.quota_charge(project=project, kind="entries", size_bytes=quotas.text_bytes(content))
     entry.save(force_insert=True)
     entry.corrected_by_rows = []
     rows = (head_row, entry.chain_row()) if head_row else (entry.chain_row(),)
@@ -405,7 +409,7 @@ def memory_entries_import(
     imported: list[MemoryEntry] = []
     present: list[MemoryEntry] = []
     try:
-        with transaction.atomic():
+        with transaction.atomic(), quotas.deferred():
             _lock_project(project)
             for row in rows:
                 try:
@@ -496,9 +500,11 @@ def candidate_create(
     *, project: Project, author: str, category: str, content: str, source: str = "operator"
 ) -> MemoryCandidate:
     _validate_entry_fields(category, content, source)
-    return MemoryCandidate.objects.create(
-        project=project, author=author, category=category, content=content, source=source
-    )
+    with transaction.atomic():
+        quotas.quota_charge(project=project, kind="entries", size_bytes=quotas.text_bytes(content))
+        return MemoryCandidate.objects.create(
+            project=project, author=author, category=category, content=content, source=source
+        )
 
 
 def _pending_candidate(project: Project, candidate: MemoryCandidate) -> MemoryCandidate:

@@ -28,7 +28,7 @@ from tests.governance.support import PLANNED, add_evidence, open_work
 VIEW_ONLY = [
     f"memory.view_{model}" for model in (
         "project", "projecttoken", "membership", "memoryentry", "chaincheckpoint",
-        "memorycandidate", "documentrevision",
+        "memorycandidate", "documentrevision", "projectquota",
     )
 ] + [
     f"governance.view_{model}" for model in (
@@ -44,10 +44,11 @@ DECIDE_STANDARDS = ["governance.add_standardsdecision"]
 ISSUE_TOKENS = ["memory.add_projecttoken"]
 CREATE_PROJECTS = ["memory.add_project"]
 MANAGE_MEMBERS = ["memory.add_membership", "memory.change_membership"]
+CHANGE_QUOTAS = ["memory.change_projectquota"]
 
 # Everything an operator of a project needs in the admin.
 OPERATOR = (VIEW_ONLY + APPROVE + REVOKE + DECIDE_STANDARDS + ISSUE_TOKENS + CREATE_PROJECTS
-            + MANAGE_MEMBERS + ["memory.change_project"])
+            + MANAGE_MEMBERS + CHANGE_QUOTAS + ["memory.change_project"])
 
 PASSWORD = "pw-admin-tests-123"
 

@@ -270,6 +270,8 @@ def test_a_changed_tree_adds_new_versions_only_where_something_changed(alpha, tr
                                  "work_files": 1}
     after = database()
     for label, rows in before.items():  # nothing rewritten: every old row is still there
+        if label == "memory.ProjectQuota":
+            continue  # usage counters, which grow with the new rows (tests/memory/test_quotas.py)
         assert after[label][: len(rows)] == rows, label
     grown = {label: len(after[label]) - len(rows) for label, rows in before.items()
              if len(after[label]) != len(rows)}
