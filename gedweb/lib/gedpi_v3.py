@@ -1194,7 +1194,8 @@ def plan_v3(root: Path) -> list[str]:
 def checkout_problems(root: Path) -> list[str]:
     """Problems ``doctor --checkout`` reports for the migration state of a checkout.
 
-    Reported: an invalid completion record or journal; a journal without a
+    Reported: files of the layout with more than one link (hard_link_problems);
+    an invalid completion record or journal; a journal without a
     completion record (an interrupted run); a pending migration; live locks
     (a migration is running or hung) and stale locks; a malformed lock; plus
     the legacy-checkpoint problems. ``STALE-*.json`` files are evidence of a
@@ -1202,6 +1203,10 @@ def checkout_problems(root: Path) -> list[str]:
     """
     root = Path(root)
     problems: list[str] = []
+    try:
+        problems.extend(hard_link_problems(root))
+    except (UnsafePath, OSError) as exc:
+        problems.append(f"hard links: {exc}")
     try:
         completed = read_completion(root)
     except (MigrationError, UnsafePath, OSError) as exc:
@@ -1250,6 +1255,42 @@ def checkout_problems(root: Path) -> list[str]:
     return problems
 
 
+# --- hard links ---------------------------------------------------------------------------
+
+# Where GedWeb's checkout commands look: the files a migration, an import or
+# doctor reads. A hard link among them could publish a file from outside the
+# checkout (safefs.hard_link_problem).
+LAYOUT_FILES = (
+    CONTEXT_PATH,
+    "AGENTS.md",
+    "AGENTS.override.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    ".github/copilot-instructions.md",
+    ".cursorrules",
+    ".pi/agents/ged-brain.md",
+)
+LAYOUT_DIRS = (".ged", ".agents/skills", "docs/adr")
+
+
+def hard_link_problems(root: Path) -> list[str]:
+    """Every file of the GedPi layout under ``root`` that has more than one link."""
+    return safefs.find_hard_links(Path(root), LAYOUT_FILES, LAYOUT_DIRS)
+
+
+def refuse_hard_links(root: Path) -> None:
+    """UnsafePath naming the first hard-linked layout file, before anything is written.
+
+    GedWeb: the reads refuse a hard link on their own descriptor too, but a
+    migration reads some files only after earlier steps have written; this
+    survey makes it refuse before its first step.
+    """
+    problems = hard_link_problems(root)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UnsafePath(problems[0] + more)
+
+
 # --- orchestration: legacy checkpoints first, then v3 (§6.0) ----------------------------
 
 
@@ -1268,6 +1309,7 @@ def migrate_checkout(root: Path, *, hooks: MigrationHooks | None = None,
     """
     from gedweb.lib.gedpi_checkpoints import migrate_legacy_checkpoints
 
+    refuse_hard_links(Path(root))
     checkpoints = migrate_legacy_checkpoints(Path(root))
     return CheckoutResult(checkpoints, migrate_v3(root, hooks=hooks, wait_seconds=wait_seconds))
 
@@ -1275,6 +1317,7 @@ def migrate_checkout(root: Path, *, hooks: MigrationHooks | None = None,
 def plan_checkout(root: Path) -> list[str]:
     from gedweb.lib.gedpi_checkpoints import plan_legacy_checkpoints
 
+    refuse_hard_links(Path(root))
     return list(plan_legacy_checkpoints(Path(root))) + plan_v3(root)
 
 

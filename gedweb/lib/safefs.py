@@ -10,6 +10,9 @@ badly or maliciously. Every path they touch goes through this module:
   directory nor a regular file (FIFOs, sockets, devices; §9.2);
 - reads open with ``O_NOFOLLOW | O_NONBLOCK`` and re-check device and inode
   after opening, so a swap between the check and the open is noticed;
+- reads refuse a regular file with more than one link (``hard_link_problem``,
+  on the opened descriptor): a hard link can make a file from outside the
+  checkout appear inside it, where no path check can see it;
 - writes are durable (fsync of the file and of its directory, fixing GedPi's
   G-3) and either atomic (temporary file + rename) or create-only (temporary
   file + hard link, which fails when the target exists).
@@ -25,15 +28,23 @@ import hashlib
 import os
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
 READ = "Read source"
 WRITE = "Write target"
 
 
+# Names of the writers' own temporary files. publish_exclusive links its
+# temporary file to the target and then unlinks it, so for an instant (or for
+# good, after a crash in between) the target has a second link under one of
+# these names in its own directory; gedpi_v3 publishes its lock sidecar the
+# same way.
+OWN_TEMP_PREFIXES = (".gedweb-tmp-", ".gedweb-lock-")
+
+
 class UnsafePath(Exception):
-    """A path escapes the root, crosses a symlink, or is not a regular file."""
+    """A path escapes the root, crosses a symlink, is a hard link, or is not a regular file."""
 
 
 def sha256_hex(data: bytes) -> str:
@@ -97,6 +108,93 @@ def is_dir(root: Path, rel: str | PurePosixPath) -> bool:
         return False
 
 
+def _own_temp_links(directory: Path, info: os.stat_result) -> int:
+    """How many of the writers' temporary names in ``directory`` are links to ``info``'s file."""
+    count = 0
+    try:
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                if not entry.name.startswith(OWN_TEMP_PREFIXES):
+                    continue
+                try:
+                    other = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # the writer unlinked it meanwhile
+                if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
+                    count += 1
+    except OSError:
+        return 0
+    return count
+
+
+def hard_link_problem(directory: Path, rel: str | PurePosixPath,
+                      stat_now: Callable[[], os.stat_result]) -> str | None:
+    """Why a regular file may not be read because it has more than one link, or None.
+
+    The one rule for every checkout read (``read_bytes`` passes the opened
+    descriptor's fstat, so there is no check-then-open race; ``find_hard_links``
+    passes lstat). A second link may live anywhere on the filesystem, so a file
+    with one is refused, naming ``rel``. The only links not counted are the
+    writers' own temporary names in the same directory (``OWN_TEMP_PREFIXES``):
+    a reader that meets a create-only publish half-way sees the target with two
+    links, and the fstat after the directory scan sees the temporary name gone.
+    """
+    info = stat_now()
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink <= 1:
+        return None
+    own = _own_temp_links(directory, info)
+    links = stat_now().st_nlink
+    if links - own <= 1:
+        return None
+    return (f"{PurePosixPath(str(rel)).as_posix()}: a hard link ({links} links); "
+            "GedWeb reads only files with a single link")
+
+
+def find_hard_links(root: Path, files: Iterable[str] = (),
+                    dirs: Iterable[str] = ()) -> list[str]:
+    """``hard_link_problem`` for each of ``files`` and every regular file under ``dirs``.
+
+    A survey by lstat, for a command that must refuse before it writes anything
+    and for ``doctor``; the reads themselves check again on their descriptor.
+    Symbolic links are not followed (other checks refuse them) and missing
+    paths are skipped. Sorted by path.
+    """
+    found: dict[str, str] = {}
+
+    def visit(rel: str, path: Path) -> None:
+        if path.name.startswith(OWN_TEMP_PREFIXES):
+            return
+        problem = hard_link_problem(path.parent, rel, lambda: os.lstat(path))
+        if problem is not None:
+            found[rel] = problem
+
+    for rel in files:
+        clean = normalize(rel)
+        path = Path(root) / clean
+        try:
+            info = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISREG(info.st_mode):
+            visit(clean.as_posix(), path)
+    for rel_dir in dirs:
+        stack = [normalize(rel_dir)]
+        while stack:
+            current = stack.pop()
+            try:
+                listing = os.scandir(Path(root) / current)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with listing:
+                for entry in listing:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    if stat.S_ISDIR(mode):
+                        stack.append(current / entry.name)
+                    elif stat.S_ISREG(mode):
+                        visit((current / entry.name).as_posix(), Path(entry.path))
+    return [found[rel] for rel in sorted(found)]
+
+
 def read_bytes(root: Path, rel: str | PurePosixPath, *,
                max_bytes: int | None = None) -> bytes | None:
     """The file's bytes, or None when it does not exist. Never follows a symlink.
@@ -125,6 +223,10 @@ def read_bytes(root: Path, rel: str | PurePosixPath, *,
             after.st_mode
         ):
             raise UnsafePath(f"{READ} changed while it was opened: {normalize(rel)}")
+        if after.st_nlink > 1:
+            problem = hard_link_problem(path.parent, normalize(rel), lambda: os.fstat(fd))
+            if problem is not None:
+                raise UnsafePath(problem)
         if max_bytes is not None and after.st_size > max_bytes:
             raise UnsafePath(f"{READ} is larger than {max_bytes:,} bytes: {normalize(rel)}")
         chunks = []
