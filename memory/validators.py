@@ -8,7 +8,12 @@ from django.core.exceptions import ValidationError
 
 PROJECT_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
-TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$")
+# No ":": GedWeb's own authors use it ("user:vera" for an operator, the
+# import commands' names), so a token named like one could pass for it.
+TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+# The authors GedWeb itself writes as: the admin token, the commands, the
+# system. A token of that name would make its entries indistinguishable.
+RESERVED_TOKEN_NAMES = frozenset({"admin", "cli", "system"})
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x20-\x7e]{1,255}$")
 # Checked with fullmatch: "$" alone also matches before a final newline.
 
@@ -63,9 +68,18 @@ def validate_source(value: str) -> None:
 
 
 def validate_token_name(value: str) -> None:
+    if ":" in value:
+        raise ValidationError(
+            "must not contain ':', which GedWeb keeps for its own authors (user:..., imports)"
+        )
     if not TOKEN_NAME_RE.fullmatch(value):
         raise ValidationError(
-            "must be 1-64 letters, digits or '_.@:-', starting with a letter or digit"
+            "must be 1-64 letters, digits or '_.@-', starting with a letter or digit"
+        )
+    if value.lower() in RESERVED_TOKEN_NAMES:
+        raise ValidationError(
+            f"{value!r} is an author GedWeb writes as itself (admin, cli, system): "
+            "choose another name"
         )
 
 

@@ -73,6 +73,13 @@ def test_a_duplicate_token_name_is_the_form_again_and_shows_no_token(root, alpha
     assert ProjectToken.objects.filter(project=alpha.project).count() == 1
 
 
+def test_the_admin_refuses_a_reserved_name_on_the_form(root, alpha):
+    response = root.post("/admin/memory/projecttoken/add/", {"project": "alpha", "name": "admin"})
+    assert response.status_code == 200
+    assert "an author GedWeb writes as itself" in response.content.decode()
+    assert ProjectToken.objects.filter(project=alpha.project).count() == 1
+
+
 def admin_pages(objects: dict) -> list[str]:
     """Every admin list, add form and object page (with its history) there is data for."""
     pages = ["/admin/", "/admin/memory/", "/admin/governance/"]
