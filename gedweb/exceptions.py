@@ -7,6 +7,7 @@ Django ValidationError or a DomainError; views never build error bodies.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.conf import settings
@@ -82,6 +83,17 @@ class QuotaExceeded(DomainError):
 class MemoryWriteForbidden(drf.PermissionDenied):
     default_detail = "memory writes need the memory write token (X-Memory-Token)"
     default_code = "memory_write_forbidden"
+
+
+class RateLimited(drf.Throttled):
+    """A token went past one of its request rates (gedweb/throttling.py)."""
+
+    def __init__(self, wait: int, limit: str) -> None:
+        super().__init__(wait=wait)
+        # Not DRF's "Expected available in N seconds." suffix: Retry-After says it.
+        self.detail = drf.ErrorDetail(
+            f"more than {limit} for this token; retry after {wait} s", code="rate_limited"
+        )
 
 
 class PayloadTooLarge(drf.APIException):
@@ -185,11 +197,14 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
             # 401 and 404 bodies never vary, so they reveal nothing about
             # which token or which project was tried.
             message = _FIXED_MESSAGES.get(status) or str(getattr(exc, "detail", "")) or code
+            retry_after = None
+            if isinstance(exc, drf.Throttled):
+                retry_after = max(1, math.ceil(exc.wait or 1))
             response = Response(error_body(code, message), status=status)
             if status == 401:
                 response["WWW-Authenticate"] = "Bearer"
-            if isinstance(exc, drf.Throttled) and exc.wait:
-                response["Retry-After"] = str(int(exc.wait))
+            if retry_after is not None:
+                response["Retry-After"] = str(retry_after)
             return response
     if isinstance(exc, drf.APIException):
         return Response(error_body("bad_request", str(exc.detail)), status=exc.status_code)

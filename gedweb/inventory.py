@@ -86,6 +86,20 @@ ARTIFACTS: list[dict[str, Any]] = [
         "lifecycle": f"{_APPEND_ONLY}; one row per revision; reports are write-once",
     },
     {
+        "artifact": "memory.RateCounter",
+        "storage": "database",
+        "producer": (
+            "gedweb.throttling.count_request (every authenticated API request, when REDIS_URL "
+            "is unset)"
+        ),
+        "consumers": ["gedweb.throttling.TokenRateThrottle (429 rate_limited)"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "one per (limit, token, window); counted by one atomic upsert; each process "
+            "deletes the rows of finished windows once per window"
+        ),
+    },
+    {
         "artifact": "memory.ProjectQuota",
         "storage": "database",
         "producer": (

@@ -17,6 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from gedweb import installation
+from gedweb.lib.rates import Rate
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -411,6 +412,36 @@ if REDIS_URL:
 else:
     AXES_HANDLER = "gedweb.logins.DatabaseHandler"
 # --- end of Logins -----------------------------------------------------------
+
+# --- API rate limits (gedweb/throttling.py) ----------------------------------
+# Per bearer token, in fixed windows shared by every worker and app server:
+# counted in Redis with REDIS_URL, else in the database (memory.RateCounter).
+# "N/second|minute|hour|day", or "off" where a gateway in front limits rates.
+# The defaults leave room for an agent's bursts (a `memory list --all` of a
+# large project, a CI job's imports) while one token cannot take a server's
+# whole capacity: `make bench` measures about 380 appends/s on this machine.
+def _rate(name: str, default: str) -> Rate | None:
+    raw = env.str(name, default=default)
+    try:
+        return Rate.parse(raw)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r}: give N/second, N/minute, N/hour or N/day (N >= 1), or off"
+        ) from None
+
+
+GEDWEB_RATE_LIMITS = {
+    "requests": _rate("GEDWEB_RATE_LIMIT", "3000/minute"),
+    "writes": _rate("GEDWEB_WRITE_RATE_LIMIT", "600/minute"),
+}
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["gedweb.throttling.TokenRateThrottle"]
+if REDIS_URL:
+    CACHES["rate_limits"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "gedweb:rate",
+    }
+# --- end of API rate limits ----------------------------------------------------
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True

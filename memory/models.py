@@ -426,6 +426,26 @@ class DocumentRevision(models.Model):
         return {**self.summary_dict(), "content": self.content}
 
 
+class RateCounter(models.Model):
+    """Requests one token made in one rate-limit window (gedweb/throttling.py).
+
+    Only used when REDIS_URL is unset: the database is then the one place
+    every worker and app server shares. A row per (limit, token, window),
+    counted by a single atomic upsert and deleted once its window is over.
+    """
+
+    counter_key = models.CharField(primary_key=True, max_length=200)
+    hits = models.PositiveBigIntegerField()
+    # Unix time at which the window ends; the row is garbage after it.
+    expires_at = models.BigIntegerField(db_index=True)
+
+    class Meta:
+        db_table = "gedweb_rate_counter"
+
+    def __str__(self) -> str:
+        return f"{self.counter_key}: {self.hits}"
+
+
 class ProjectQuota(models.Model):
     """How many bytes of one kind of stored text a project holds, and its limit.
 

@@ -28,6 +28,19 @@ ADMIN_TOKEN = "test-admin-token-0123456789abcdef-XYZ"
 MEMORY_WRITE_TOKEN = "test-memory-write-token-0123456789abcdef"
 
 
+def stored_models() -> list[type]:
+    """Every model of GedWeb's data, for tests that prove a request changed nothing.
+
+    Not memory.RateCounter: the rate limits count every authenticated
+    request, whatever its answer (gedweb/throttling.py).
+    """
+    from django.apps import apps
+
+    return [model for label in ("memory", "governance")
+            for model in apps.get_app_config(label).get_models()
+            if model._meta.label != "memory.RateCounter"]
+
+
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
 

@@ -23,7 +23,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import redis
 from axes.handlers.proxy import AxesProxyHandler
 from axes.models import AccessAttempt
 from django.conf import settings as django_settings
@@ -31,6 +30,7 @@ from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from gedweb import logins
+from tests.redis_support import REDIS_TEST_URL, require_redis
 from tests.subprocesses import subprocess_database_url
 
 PASSWORD = "pw-correct-horse-battery"
@@ -38,7 +38,6 @@ WRONG = "pw-wrong-guess-0123"
 LIMIT = 5
 TEAM = "/accounts/login/"
 ADMIN = "/admin/login/"
-REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 
 
 @pytest.fixture
@@ -363,19 +362,6 @@ def test_a_failed_login_reaches_the_console_of_a_real_process(transactional_db):
     assert re.search(r"WARNING axes\.handlers\.database AXES: New login failure by "
                      r'\{username: "console-user", ip_address: "203\.0\.113\.41"', output)
     assert WRONG not in output
-
-
-def require_redis() -> redis.Redis:
-    """A client of the test Redis; skipped where none runs, a failure on CI (.ci/run starts it)."""
-    client = redis.Redis.from_url(REDIS_TEST_URL)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError:
-        client.close()
-        if os.environ.get("CI"):
-            pytest.fail("no Redis at 127.0.0.1:6379 on CI", pytrace=False)
-        pytest.skip("no Redis at 127.0.0.1:6379")
-    return client
 
 
 @pytest.fixture

@@ -181,6 +181,10 @@ def test_a_valid_production_environment_passes_check_deploy_without_warnings(tmp
         ("GEDWEB_MIRROR_WRITER", "sideways"),
         ("GEDWEB_CHECKPOINT_EVERY", "0"),
         ("GEDWEB_CHECKPOINT_EVERY", "ten"),
+        ("GEDWEB_RATE_LIMIT", "fast"),
+        ("GEDWEB_RATE_LIMIT", "0/minute"),
+        ("GEDWEB_WRITE_RATE_LIMIT", "10/fortnight"),
+        ("GEDWEB_WRITE_RATE_LIMIT", "-5/second"),
     ],
 )
 def test_a_malformed_value_stops_the_start_naming_the_variable(tmp_path, name, value):

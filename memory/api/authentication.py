@@ -28,6 +28,10 @@ class Principal:
     # A project token's project, read in the same query as the token, so a
     # request under /v1/projects/{id}/ need not fetch it again.
     project: Project | None = field(default=None, compare=False, repr=False)
+    # Who the rate limits count (gedweb/throttling.py): part of the token's
+    # SHA-256, unique across installations, so two GedWebs sharing one Redis
+    # never count each other's requests (token ids would collide).
+    rate_key: str = field(default="", compare=False, repr=False)
 
     is_authenticated = True
 
@@ -49,9 +53,9 @@ def _admin_token_matches(raw: str) -> bool:
 
 
 def principal_for_token(raw: str) -> Principal | None:
-    if _admin_token_matches(raw):
-        return Principal(kind="admin", name=ADMIN_AUTHOR)
     digest = hash_token(raw)
+    if _admin_token_matches(raw):
+        return Principal(kind="admin", name=ADMIN_AUTHOR, rate_key=f"admin:{digest[:24]}")
     token = _ACTIVE_TOKEN.first(token_hash=digest)
     if token is None or not hmac.compare_digest(token["token_hash"], digest):
         return None
@@ -66,6 +70,7 @@ def principal_for_token(raw: str) -> Principal | None:
         project_id=token["project_id"],
         token_id=token["id"],
         project=project,
+        rate_key=f"token:{digest[:24]}",
     )
 
 

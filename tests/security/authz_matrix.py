@@ -123,28 +123,31 @@ def rw(*labels: str) -> frozenset[str]:
     return frozenset(labels)
 
 
-GOV_WRITES = rw(REVISION, "governance.EvidenceRecord")
+# Every write that stores text also charges its project's quota (memory/quotas.py).
+QUOTA = "memory.ProjectQuota"
+GOV_WRITES = rw(REVISION, "governance.EvidenceRecord", QUOTA)
 MW = "memory_write_forbidden"
 
 API: list[Row] = [
     # --- projects ------------------------------------------------
     Row("GET", "v1/projects", ADMIN_READ, "admin only", "/v1/projects"),
     Row("POST", "v1/projects", ADMIN_CREATE, "admin only", "/v1/projects", "project",
-        rw("memory.Project", "memory.ProjectToken")),
+        rw("memory.Project", "memory.ProjectToken", QUOTA)),
     Row("GET", P, READ, "its project token or the admin", "/v1/projects/{p}"),
     # --- memory ------------------------------------------------
     Row("GET", f"{P}/memory", READ, "list, search, filter", "/v1/projects/{p}/memory"),
     Row("POST", f"{P}/memory", MEMORY_APPEND, "memory write: project token + X-Memory-Token; "
-        "403 memory_write_forbidden", "/v1/projects/{p}/memory", "entry", rw(MEMORY), MW),
+        "403 memory_write_forbidden", "/v1/projects/{p}/memory", "entry", rw(MEMORY, QUOTA), MW),
     Row("GET", f"{P}/memory/<ref:ref>", READ, "by seq or uuid", "/v1/projects/{p}/memory/{seq}"),
     Row("GET", f"{P}/memory/verify", READ, "", "/v1/projects/{p}/memory/verify"),
     Row("GET", f"{P}/memory.md", READ, "the mirror text", "/v1/projects/{p}/memory.md"),
     Row("GET", f"{P}/memory/candidates", READ, "", "/v1/projects/{p}/memory/candidates"),
     Row("POST", f"{P}/memory/candidates", write(201), "any project token proposes",
-        "/v1/projects/{p}/memory/candidates", "candidate", rw(CANDIDATE)),
+        "/v1/projects/{p}/memory/candidates", "candidate", rw(CANDIDATE, QUOTA)),
     Row("POST", f"{P}/memory/candidates/<uuid_text:candidate_id>/approve", MEMORY_DECIDE,
         "memory write; 403 memory_write_forbidden",
-        "/v1/projects/{p}/memory/candidates/{candidate}/approve", None, rw(CANDIDATE, MEMORY), MW),
+        "/v1/projects/{p}/memory/candidates/{candidate}/approve", None,
+        rw(CANDIDATE, MEMORY, QUOTA), MW),
     Row("POST", f"{P}/memory/candidates/<uuid_text:candidate_id>/reject", MEMORY_DECIDE,
         "memory write; 403 memory_write_forbidden",
         "/v1/projects/{p}/memory/candidates/{candidate}/reject", None, rw(CANDIDATE), MW),
@@ -152,7 +155,7 @@ API: list[Row] = [
     Row("GET", f"{P}/documents", READ, "", "/v1/projects/{p}/documents"),
     Row("GET", f"{P}/documents/<docpath:path>", READ, "", "/v1/projects/{p}/documents/PROJECT.md"),
     Row("PUT", f"{P}/documents/<docpath:path>", write(201), "not a memory write",
-        "/v1/projects/{p}/documents/adr/0002-matrix.md", "document", rw(DOCUMENT)),
+        "/v1/projects/{p}/documents/adr/0002-matrix.md", "document", rw(DOCUMENT, QUOTA)),
     Row("GET", f"{P}/documents/<docpath:path>/revisions", READ, "",
         "/v1/projects/{p}/documents/PROJECT.md/revisions"),
     # --- context and inventory --------------------------------------------------------------
@@ -162,16 +165,18 @@ API: list[Row] = [
     # --- work items ----------------------------------------------------------------------------
     Row("GET", f"{P}/work", READ, "", "/v1/projects/{p}/work"),
     Row("POST", f"{P}/work", write(201), "", "/v1/projects/{p}/work", "work",
-        rw("governance.WorkItem", REVISION, "governance.WorkFile")),
+        rw("governance.WorkItem", REVISION, "governance.WorkFile", QUOTA)),
     Row("GET", W, READ, "", "/v1/projects/{p}/work/{work}"),
     Row("GET", f"{W}/files/<filename:name>", READ, "",
         "/v1/projects/{p}/work/{work}/files/DIRECT.md"),
     Row("PUT", f"{W}/files/<filename:name>", write(200), "",
-        "/v1/projects/{p}/work/{work}/files/DIRECT.md", "file", rw("governance.WorkFile")),
+        "/v1/projects/{p}/work/{work}/files/DIRECT.md", "file",
+        rw("governance.WorkFile", QUOTA)),
     Row("GET", f"{W}/tasks/<task:task_id>/<filename:name>", READ, "",
         "/v1/projects/{p}/work/{work}/tasks/t1/BRIEF.md"),
     Row("PUT", f"{W}/tasks/<task:task_id>/<filename:name>", write(200), "",
-        "/v1/projects/{p}/work/{work}/tasks/t1/BRIEF.md", "file", rw("governance.TaskArtifact")),
+        "/v1/projects/{p}/work/{work}/tasks/t1/BRIEF.md", "file",
+        rw("governance.TaskArtifact", QUOTA)),
     # --- governance ------------------------------------------------
     Row("GET", G, READ, "", "/v1/projects/{p}/work/{work}/governance"),
     Row("GET", f"{G}/state.md", READ, "", "/v1/projects/{p}/work/{work}/governance/state.md"),
@@ -214,7 +219,8 @@ API: list[Row] = [
     Row("GET", f"{P}/standards/state", READ, "", "/v1/projects/{p}/standards/state"),
     Row("GET", f"{P}/standards/imports", READ, "", "/v1/projects/{p}/standards/imports"),
     Row("POST", f"{P}/standards/imports", write(201), "offer a file for approval",
-        "/v1/projects/{p}/standards/imports", "standards_import", rw("governance.StandardsImport")),
+        "/v1/projects/{p}/standards/imports", "standards_import",
+        rw("governance.StandardsImport", QUOTA)),
     Row("GET", f"{P}/standards/imports/<number:import_id>", READ, "",
         "/v1/projects/{p}/standards/imports/{pending_import}"),
     Row("POST", f"{P}/standards/imports/<number:import_id>/accept", DECIDE,
@@ -230,7 +236,7 @@ API: list[Row] = [
     Row("GET", f"{P}/skills/match", READ, "", "/v1/projects/{p}/skills/match?text=flaky"),
     Row("GET", f"{P}/skills/<text:name>", READ, "", "/v1/projects/{p}/skills/fix-flaky-test"),
     Row("PUT", f"{P}/skills/<text:name>", write(201), "", "/v1/projects/{p}/skills/matrix-skill",
-        "skill", rw("governance.Skill")),
+        "skill", rw("governance.Skill", QUOTA)),
     # --- fallback ------------------------------------------------
     Row("ANY", "^v1(?:/.*)?$", UNKNOWN_404, "unknown /v1 path: JSON 404, no auth step",
         "/v1/no-such-route"),
@@ -579,9 +585,6 @@ def request_bodies(ids: dict[str, Any]) -> dict[str, Any]:
 
 # --- shared by the test modules: the world in a transaction, snapshots, credentials ----------
 
-SNAPSHOT_APPS = ("memory", "governance")
-
-
 def world_in_rollback(django_db_blocker: Any, memory_root: Path) -> Iterator[World]:
     """Build the world once inside a transaction that is rolled back afterwards.
 
@@ -608,12 +611,11 @@ def world_in_rollback(django_db_blocker: Any, memory_root: Path) -> Iterator[Wor
 
 def snapshot() -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every memory and governance table."""
-    from django.apps import apps
+    from tests.conftest import stored_models
 
     return {
         model._meta.label: list(model._base_manager.order_by("pk").values_list())
-        for app in SNAPSHOT_APPS
-        for model in apps.get_app_config(app).get_models()
+        for model in stored_models()
     }
 
 

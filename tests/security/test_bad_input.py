@@ -13,12 +13,11 @@ import unicodedata
 from typing import Any
 
 import pytest
-from django.apps import apps
 from drf_spectacular.generators import SchemaGenerator
 
 from memory import services
 from memory.models import MemoryEntry
-from tests.conftest import ADMIN_TOKEN, bearer_client
+from tests.conftest import ADMIN_TOKEN, bearer_client, stored_models
 from tests.security.targets import project_with_everything
 
 MIB = 1024 * 1024
@@ -72,8 +71,7 @@ def row_counts() -> dict[str, list[str]]:
     """Every row of every memory and governance table, so updates show too."""
     return {
         model._meta.label: sorted(repr(row) for row in model.objects.values())
-        for label in ("memory", "governance")
-        for model in apps.get_app_config(label).get_models()
+        for model in stored_models()
     }
 
 

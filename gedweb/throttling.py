@@ -1,0 +1,117 @@
+"""Per-token request rates for the API, shared by every worker and app server.
+
+Two limits, both per bearer token (settings.GEDWEB_RATE_LIMITS): every
+request, and the writing ones (POST, PUT, PATCH, DELETE). Each is a fixed
+window: the first request of a window starts its count, and a request past
+the limit is refused with 429 ``rate_limited`` and ``Retry-After`` (the
+seconds until the window ends) without running the view or reading its body.
+
+DRF's SimpleRateThrottle keeps the time of every request of the window in
+one cache value, read and rewritten whole on each request: a read-modify-
+write that concurrent workers race on, costing more the higher the rate. A
+fixed window needs one atomic counter:
+
+- with REDIS_URL, Redis INCR through Django's Redis cache (``rate_limits``);
+- otherwise the database every app server already shares: one upsert on
+  memory.RateCounter, exact under concurrency on SQLite and PostgreSQL.
+
+Fixed windows let a client spend one window's allowance at its end and the
+next at the start of the next: twice the rate over a short span, never more.
+
+Requests without a valid token never get here: DRF authenticates and checks
+permissions first (401 and 403 come before any counting), and the pages and
+the admin use sessions, whose password guessing django-axes throttles.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from django.conf import settings
+from django.core.cache import caches
+from django.db import connection, transaction
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from gedweb.exceptions import RateLimited
+from gedweb.lib.rates import Rate
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+# One statement on both engines (SQLite >= 3.35, PostgreSQL >= 9.5): the
+# count after this request, whoever else counted at the same moment.
+_UPSERT = (
+    "INSERT INTO gedweb_rate_counter (counter_key, hits, expires_at) VALUES (%s, 1, %s) "
+    "ON CONFLICT (counter_key) DO UPDATE SET hits = gedweb_rate_counter.hits + 1 "
+    "RETURNING hits"
+)
+_DELETE_EXPIRED = "DELETE FROM gedweb_rate_counter WHERE expires_at <= %s"
+
+
+# The last window whose expired rows this process deleted, per window length:
+# each process clears the table once per window, not once per request.
+_cleared_until: dict[int, int] = {}
+
+
+def _count_in_redis(key: str, window_end: int, now: int) -> int:
+    cache = caches["rate_limits"]
+    ttl = window_end - now + 1
+    try:
+        hits = cache.incr(key)
+    except ValueError:  # the window's first request (or the key just expired)
+        if cache.add(key, 1, timeout=ttl):
+            return 1
+        hits = cache.incr(key)
+    if hits == 1:
+        # Django checks that the key exists before INCR; if it expired in
+        # between, INCR created it again without a timeout. Give it one.
+        cache.touch(key, timeout=ttl)
+    return int(hits)
+
+
+def count_request(key: str, rate: Rate, now: float) -> tuple[int, int]:
+    """Count one request against ``key`` in the window holding ``now``.
+
+    Returns (hits in this window including this one, Unix time the window ends).
+    """
+    window = int(now) // rate.seconds
+    window_end = (window + 1) * rate.seconds
+    window_key = f"{key}:{rate.seconds}:{window}"
+    if settings.REDIS_URL:
+        return _count_in_redis(window_key, window_end, int(now)), window_end
+    # Through the writer queue on SQLite (gedweb/db/sqlite3), like every write.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_UPSERT, [window_key, window_end])
+        hits = int(cursor.fetchone()[0])
+        if _cleared_until.get(rate.seconds, 0) < window_end:
+            cursor.execute(_DELETE_EXPIRED, [window * rate.seconds])
+            _cleared_until[rate.seconds] = window_end
+    return hits, window_end
+
+
+class TokenRateThrottle(BaseThrottle):
+    """DRF throttle for both limits.
+
+    A refusal raises RateLimited itself, rather than returning False for
+    DRF's generic Throttled, so the 429 can say which limit was reached.
+    """
+
+    def allow_request(self, request: Request, view: object) -> bool:
+        principal = request.user
+        if principal is None:  # a view open to everyone: /healthz, the schema
+            return True
+        who = principal.rate_key
+        limits = settings.GEDWEB_RATE_LIMITS
+        checks = [("requests", limits["requests"])]
+        if request.method in WRITE_METHODS:
+            checks.append(("writes", limits["writes"]))
+        now = time.time()
+        for scope, rate in checks:
+            if rate is None:
+                continue
+            hits, window_end = count_request(f"{scope}:{who}", rate, now)
+            if hits > rate.requests:
+                wait = max(1, math.ceil(window_end - now))
+                raise RateLimited(wait, rate.describe(scope))
+        return True

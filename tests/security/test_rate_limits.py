@@ -1,0 +1,360 @@
+"""Per-token request rates (issue 15 §3): 429 ``rate_limited`` with ``Retry-After``.
+
+Two limits per bearer token (gedweb/throttling.py): every request, and the
+writing ones. The counters live in the database (memory.RateCounter) or,
+with REDIS_URL, in Redis; each test that counts runs on both. The last
+tests start two real app servers of two gunicorn workers each on one
+database and show that the limit holds across all four processes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.cache import caches
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from gedweb import throttling
+from gedweb.lib.rates import Rate
+from memory import services
+from memory.models import MemoryEntry, RateCounter
+from tests.conftest import ADMIN_TOKEN, bearer_client, run_in_threads
+from tests.redis_support import REDIS_TEST_URL, require_redis
+from tests.security.live_server import LiveGunicorn
+
+NO_LIMITS = {"requests": None, "writes": None}
+
+
+@pytest.fixture
+def redis_counters(settings: Any) -> Iterator[str]:
+    """The counters in Redis db 15 under a prefix of this test's own, removed after."""
+    client = require_redis()
+    prefix = f"gedweb-test-{uuid.uuid4().hex}"
+    settings.REDIS_URL = REDIS_TEST_URL
+    settings.CACHES = {
+        **settings.CACHES,
+        "rate_limits": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_TEST_URL,
+            "KEY_PREFIX": prefix,
+        },
+    }
+    yield "redis"
+    keys = list(client.scan_iter(f"{prefix}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture(params=["database", "redis"])
+def counters(request: pytest.FixtureRequest, settings: Any) -> str:
+    """Where the counters live: the suite's database, or Redis."""
+    if request.param == "redis":
+        return request.getfixturevalue("redis_counters")
+    settings.REDIS_URL = None
+    return "database"
+
+
+def limits(settings: Any, requests: Rate | None = None, writes: Rate | None = None) -> None:
+    settings.GEDWEB_RATE_LIMITS = {"requests": requests, "writes": writes}
+
+
+def append(client: Any, project: str, content: str = "a decision") -> Any:
+    return client.post(f"/v1/projects/{project}/memory",
+                       {"category": "decision", "content": content}, format="json")
+
+
+def assert_rate_limited(response: Any, limit: str, window: int) -> int:
+    assert response.status_code == 429
+    assert response["Content-Type"] == "application/json"
+    retry_after = int(response["Retry-After"])
+    assert 1 <= retry_after <= window
+    assert response.json() == {
+        "code": "rate_limited",
+        "message": f"more than {limit} for this token; retry after {retry_after} s",
+    }
+    return retry_after
+
+
+def wait_for_a_fresh_window(seconds: int, room: float) -> None:
+    """Sleep past the current window if less than ``room`` seconds of it are left."""
+    left = seconds - time.time() % seconds
+    if left < room:
+        time.sleep(left + 0.01)
+
+
+# --- one process ----------------------------------------------------------------------------
+
+
+def test_the_defaults_are_generous_and_named(db):
+    assert django_settings.GEDWEB_RATE_LIMITS == {
+        "requests": Rate(3000, 60), "writes": Rate(600, 60),
+    }
+    assert "gedweb.throttling.TokenRateThrottle" in (
+        django_settings.REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"]
+    )
+
+
+def test_a_token_past_its_request_rate_gets_429_with_retry_after(alpha, settings, counters):
+    limits(settings, requests=Rate(3, 3600))
+    wait_for_a_fresh_window(3600, 30)
+    client = bearer_client(alpha.token)
+
+    statuses = [client.get("/v1/projects/alpha/memory").status_code for _ in range(3)]
+    refused = client.get("/v1/projects/alpha/memory")
+
+    assert statuses == [200, 200, 200]
+    retry_after = assert_rate_limited(refused, "3 requests per hour", 3600)
+    assert abs(time.time() + retry_after - (time.time() // 3600 + 1) * 3600) <= 2
+    # Refused requests count too: a client hammering on stays refused.
+    assert client.get("/v1/projects/alpha/context").status_code == 429
+
+
+def test_a_refused_write_stores_nothing_and_reads_go_on(alpha, settings, counters):
+    limits(settings, requests=Rate(100, 3600), writes=Rate(2, 3600))
+    wait_for_a_fresh_window(3600, 30)
+    client = bearer_client(alpha.token)
+
+    written = [append(client, "alpha", f"entry {i}").status_code for i in range(2)]
+    refused = append(client, "alpha", "one too many")
+
+    assert written == [201, 201]
+    assert_rate_limited(refused, "2 writes per hour", 3600)
+    assert list(MemoryEntry.objects.filter(project_id="alpha").values_list("content", flat=True)
+                .order_by("seq")) == ["entry 0", "entry 1"]
+    assert client.get("/v1/projects/alpha/memory").status_code == 200
+    # Every writing method counts as a write.
+    assert client.put("/v1/projects/alpha/documents/PROJECT.md", {"content": "# P\n"},
+                      format="json").status_code == 429
+
+
+def test_the_rate_is_checked_before_the_body_is_read(alpha, settings, counters):
+    limits(settings, writes=Rate(1, 3600))
+    wait_for_a_fresh_window(3600, 30)
+    client = bearer_client(alpha.token)
+    assert append(client, "alpha").status_code == 201
+
+    refused = client.post("/v1/projects/alpha/memory", data=b"{not json",
+                          content_type="application/json")
+
+    assert_rate_limited(refused, "1 write per hour", 3600)
+
+
+def test_each_token_counts_on_its_own(alpha, make_project, settings, counters):
+    limits(settings, requests=Rate(2, 3600))
+    wait_for_a_fresh_window(3600, 30)
+    first = bearer_client(alpha.token)
+    _, raw = services.project_token_create(project=alpha.project, name="second-agent")
+    second = bearer_client(raw)
+    beta = make_project("beta")
+    admin = bearer_client(ADMIN_TOKEN)
+
+    assert [first.get("/v1/projects/alpha/memory").status_code for _ in range(3)] == [
+        200, 200, 429,
+    ]
+    assert second.get("/v1/projects/alpha/memory").status_code == 200
+    assert bearer_client(beta.token).get("/v1/projects/beta/memory").status_code == 200
+    assert admin.get("/v1/projects/alpha/memory").status_code == 200
+    assert admin.get("/v1/projects/alpha/memory").status_code == 200
+    assert admin.get("/v1/projects/alpha/memory").status_code == 429
+
+
+def test_the_next_window_lets_the_token_in_again(alpha, settings, counters):
+    limits(settings, requests=Rate(2, 1))
+    wait_for_a_fresh_window(1, 0.5)
+    client = bearer_client(alpha.token)
+
+    before = [client.get("/v1/projects/alpha/memory").status_code for _ in range(3)]
+    time.sleep(1 - time.time() % 1 + 0.01)
+    after = client.get("/v1/projects/alpha/memory")
+
+    assert before == [200, 200, 429]
+    assert after.status_code == 200
+
+
+def test_requests_without_a_valid_token_are_401_and_never_counted(alpha, settings):
+    settings.REDIS_URL = None
+    limits(settings, requests=Rate(1, 3600), writes=Rate(1, 3600))
+    anonymous = bearer_client(None)
+    forged = bearer_client("gwp_" + "x" * 43)
+
+    statuses = {anonymous.get("/v1/projects/alpha/memory").status_code for _ in range(5)}
+    statuses |= {append(forged, "alpha").status_code for _ in range(5)}
+
+    assert statuses == {401}
+    assert not RateCounter.objects.exists()
+
+
+def test_off_turns_a_limit_off_and_counts_nothing(alpha, settings):
+    settings.REDIS_URL = None
+    settings.GEDWEB_RATE_LIMITS = NO_LIMITS
+    client = bearer_client(alpha.token)
+
+    assert {append(client, "alpha", f"e{i}").status_code for i in range(30)} == {201}
+    assert not RateCounter.objects.exists()
+
+
+def test_the_health_check_is_never_counted(db, settings):
+    settings.REDIS_URL = None
+    limits(settings, requests=Rate(1, 3600))
+    client = bearer_client(None)
+
+    assert {client.get("/healthz").status_code for _ in range(5)} == {200}
+    assert not RateCounter.objects.exists()
+
+
+@pytest.mark.parametrize(("method", "limited"), [("GET", ["requests"]),
+                                               ("POST", ["requests", "writes"])])
+def test_counting_costs_one_statement_per_limit(alpha, settings, method, limited):
+    settings.REDIS_URL = None
+    limits(settings, requests=Rate(1000, 86400), writes=Rate(1000, 86400))
+    wait_for_a_fresh_window(86400, 60)
+    client = bearer_client(alpha.token)
+    append(client, "alpha", "warm-up: this process's clean-up of this window")
+
+    with CaptureQueriesContext(connection) as queries:
+        if method == "GET":
+            response = client.get("/v1/projects/alpha/memory")
+        else:
+            response = append(client, "alpha")
+
+    assert response.status_code in (200, 201)
+    counting = [q["sql"] for q in queries if "gedweb_rate_counter" in q["sql"]]
+    assert [sql.split()[0] for sql in counting] == ["INSERT"] * len(limited)
+    assert [sql.split("VALUES")[0] for sql in counting] == [
+        "INSERT INTO gedweb_rate_counter (counter_key, hits, expires_at) "] * len(limited)
+    keys = sorted(RateCounter.objects.values_list("counter_key", flat=True))
+    assert [key.split(":")[0] for key in keys] == ["requests", "writes"]
+
+
+def test_each_process_deletes_the_rows_of_windows_that_are_over(alpha, settings, monkeypatch):
+    settings.REDIS_URL = None
+    limits(settings, requests=Rate(10, 60))
+    RateCounter.objects.create(counter_key="requests:token:gone:60:1", hits=7, expires_at=60)
+    monkeypatch.setattr(throttling, "_cleared_until", {})
+
+    assert bearer_client(alpha.token).get("/v1/projects/alpha/memory").status_code == 200
+
+    [row] = RateCounter.objects.all()
+    assert row.counter_key.startswith("requests:token:")
+    assert row.hits == 1
+    assert row.expires_at == (int(time.time()) // 60 + 1) * 60
+
+
+def test_the_database_counter_keys_on_the_token_hash_not_its_id(alpha, settings):
+    settings.REDIS_URL = None
+    limits(settings, requests=Rate(10, 60))
+
+    bearer_client(alpha.token).get("/v1/projects/alpha/memory")
+
+    token = alpha.project.tokens.get()
+    [row] = RateCounter.objects.all()
+    assert row.counter_key.startswith(f"requests:token:{token.token_hash[:24]}:60:")
+
+
+def test_with_redis_the_counters_live_in_redis_and_expire(alpha, settings, redis_counters):
+    limits(settings, requests=Rate(5, 60))
+    bearer_client(alpha.token).get("/v1/projects/alpha/memory")
+
+    assert not RateCounter.objects.exists()
+    cache = caches["rate_limits"]
+    token = alpha.project.tokens.get()
+    key = f"requests:token:{token.token_hash[:24]}:60:{int(time.time()) // 60}"
+    assert cache.get(key) == 1
+    ttl = require_redis().ttl(cache.make_key(key))
+    assert 0 < ttl <= 61
+
+
+@pytest.mark.parametrize("rate", [Rate(1, 60), Rate(7, 3600)])
+def test_rates_read_back_as_written(rate):
+    assert Rate.parse(str(rate)) == rate
+    assert Rate.parse(" OFF ") is None
+
+
+@pytest.mark.parametrize("text", ["", "5", "5/", "/minute", "0/minute", "-1/second", "1.5/hour",
+                                  "5/minutes", "5/fortnight", "٥/minute", "5 /minute"])
+def test_a_rate_that_is_not_n_per_period_is_refused(text):
+    with pytest.raises(ValueError):
+        Rate.parse(text)
+
+
+# --- concurrency ------------------------------------------------------------------------------
+
+
+def test_concurrent_requests_are_counted_exactly(live_db, settings, counters):
+    threads, each = 8, 25
+    rate = Rate(10_000, 3600)
+    key = f"requests:race:{uuid.uuid4().hex}"
+    now = time.time()
+
+    def count(_: int) -> list[int]:
+        return [throttling.count_request(key, rate, now)[0] for _ in range(each)]
+
+    results = run_in_threads(count, threads)
+
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    seen = sorted(hit for batch in results for hit in batch)
+    assert seen == list(range(1, threads * each + 1))
+
+
+# --- across workers and app servers -----------------------------------------------------------
+
+
+@pytest.fixture(params=["database", "redis"])
+def two_app_servers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[Any]]:
+    """Two gunicorn app servers (two workers each) on one database, writes limited to 20/day."""
+    extra = {"GEDWEB_WRITE_RATE_LIMIT": "20/day", "GEDWEB_RATE_LIMIT": "1000/day"}
+    if request.param == "redis":
+        require_redis().close()
+        extra["REDIS_URL"] = REDIS_TEST_URL
+    with LiveGunicorn.running(tmp_path / "a", **extra) as first:
+        (tmp_path / "b").mkdir()
+        second = LiveGunicorn(tmp_path / "b")
+        second.admin_token = first.admin_token
+        second.env = {**first.env, "PORT": str(second.port)}
+        try:
+            second.start()
+            yield [first, second]
+        finally:
+            second.stop()
+
+
+def test_the_write_rate_holds_across_workers_and_app_servers(two_app_servers):
+    first, second = two_app_servers
+    wait_for_a_fresh_window(86400, 120)
+    status, body, _ = first.request("POST", "/v1/projects", first.admin_token,
+                                    {"id": "rated", "name": "Rated"})
+    assert status == 201, body
+    token = body["token"]
+
+    def send(index: int) -> tuple[int, Any, dict[str, str]]:
+        server = two_app_servers[index % 2]
+        return server.request("POST", "/v1/projects/rated/memory", token,
+                              {"category": "decision", "content": f"entry {index}"},
+                              headers={"X-Memory-Token": first.memory_token})
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(send, range(40)))
+
+    assert Counter(status for status, _, _ in answers) == {201: 20, 429: 20}
+    for status, body, headers in answers:
+        if status == 429:
+            assert body["code"] == "rate_limited"
+            assert body["message"].startswith("more than 20 writes per day for this token")
+            assert 1 <= int(headers["retry-after"]) <= 86400
+    stored = sorted(int(body["content"].split()[1]) for status, body, _ in answers
+                    if status == 201)
+    status, listed, _ = second.request("GET", "/v1/projects/rated/memory?limit=100", token)
+    assert status == 200
+    assert sorted(int(item["content"].split()[1]) for item in listed["items"]) == stored
+    # Reads have a limit of their own, not yet reached.
+    assert first.request("GET", "/v1/projects/rated/memory", token)[0] == 200
