@@ -4,10 +4,19 @@ The file is the header block followed by one block per entry, blocks
 separated by a single blank line. Each entry's content sits inside a
 backtick fence longer than any backtick run it contains, so content can
 never close the fence and forge a heading or an entry of its own.
+
+``source`` and ``author`` are written by ``provenance_value`` so that no value
+can forge another field, entry or markup in the provenance line (issue 16 §6):
+an ordinary value (ASCII letters and digits, single ``._:@/+-`` or spaces
+between them) as it is, byte for byte as before; any other value as a
+CommonMark code span, whose backtick fence is one longer than any backtick
+run in the value, so ``|``, ``_``, ``*``, ``<b>`` and ``Author:`` inside it are
+literal text. ``parse_provenance`` reads a line back.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -18,6 +27,89 @@ _BACKTICK_RUN = re.compile(r"`+")
 def fence_for(content: str) -> str:
     longest = max((len(run) for run in _BACKTICK_RUN.findall(content)), default=0)
     return "`" * max(3, longest + 1)
+
+
+# Written as they are: alphanumeric runs joined by one harmless separator. Such
+# a value holds no "|", no backtick, no ": " (so no field label), no "_" beside
+# a space and no Markdown or HTML syntax.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9]+(?:[ ._:@/+-][A-Za-z0-9]+)*")
+
+
+def provenance_value(value: str) -> str:
+    """``source`` or ``author`` as the provenance line writes it; ``parse_provenance`` inverts it.
+
+    Not ordinary: a code span. Its content is the value itself, or, for a value
+    that is empty, starts with ``"`` or holds a character that is not printable
+    (a newline, a control or bidi character: the validators refuse these, but a
+    row changed behind GedWeb's back may hold one), the value as a JSON string
+    in printable ASCII, so the line stays one line. Content that starts or ends
+    with a space or a backtick is padded with one space on each side, which
+    CommonMark strips again.
+    """
+    if _PLAIN_VALUE.fullmatch(value):
+        return value
+    if not value or value.startswith('"') or not value.isprintable():
+        value = json.dumps(value)
+    fence = "`" * (max((len(run) for run in _BACKTICK_RUN.findall(value)), default=0) + 1)
+    pad = " " if value[0] in "` " or value[-1] in "` " else ""
+    if not value.strip(" "):
+        pad = ""  # CommonMark strips nothing from a span of spaces only
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def _read_value(line: str, start: int) -> tuple[str, int] | None:
+    """The value written by provenance_value at line[start:], and where it ends."""
+    if line.startswith("`", start):
+        fence = _BACKTICK_RUN.match(line, start)
+        assert fence is not None
+        width = fence.end() - start
+        for run in _BACKTICK_RUN.finditer(line, fence.end()):
+            if run.end() - run.start() == width:
+                content = line[fence.end():run.start()]
+                break
+        else:
+            return None
+        if len(content) >= 2 and content[0] == content[-1] == " " and content.strip(" "):
+            content = content[1:-1]
+        if content.startswith('"'):
+            try:
+                decoded = json.loads(content)
+            except ValueError:
+                return None
+            if not isinstance(decoded, str):
+                return None
+            content = decoded
+        return content, run.end()
+    plain = _PLAIN_VALUE.match(line, start)
+    return (plain.group(), plain.end()) if plain else None
+
+
+_PROVENANCE_END = re.compile(
+    r" \| Entry: (?P<id>[0-9a-f-]{36})"
+    r" \| Corrects: (?P<corrects>[0-9a-f-]{36}|-) \| Hash: (?P<hash>[0-9a-f]{64})_"
+)
+
+
+def parse_provenance(line: str) -> dict[str, str | None] | None:
+    """The fields of one provenance line (without its newline), or None if it is not one.
+
+    ``{"source", "author", "id", "corrects", "hash"}``; ``corrects`` is None for
+    ``-``. Linear in the line's length.
+    """
+    if not line.startswith(_TRAILER_START):
+        return None
+    source = _read_value(line, len(_TRAILER_START))
+    if source is None or not line.startswith(_TRAILER_AUTHOR, source[1]):
+        return None
+    author = _read_value(line, source[1] + len(_TRAILER_AUTHOR))
+    if author is None:
+        return None
+    end = _PROVENANCE_END.fullmatch(line, author[1])
+    if end is None:
+        return None
+    corrects = end.group("corrects")
+    return {"source": source[0], "author": author[0], "id": end.group("id"),
+            "corrects": None if corrects == "-" else corrects, "hash": end.group("hash")}
 
 
 def render_header(project_id: str) -> str:
@@ -42,7 +134,8 @@ def render_entry(entry: Mapping[str, Any]) -> str:
         f"{content}"
         f"{fence}\n"
         "\n"
-        f"_Source: {entry['source']} | Author: {entry['author']} | Entry: {entry['id']}"
+        f"_Source: {provenance_value(entry['source'])}"
+        f" | Author: {provenance_value(entry['author'])} | Entry: {entry['id']}"
         f" | Corrects: {corrects} | Hash: {entry['hash']}_\n"
     )
 

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from gedweb.lib.mirror import (
     fence_for,
     parse_last_trailer,
+    parse_provenance,
+    provenance_value,
     render_append,
     render_entry,
     render_full,
@@ -302,3 +304,114 @@ def test_a_source_that_imitates_trailer_fields_cannot_change_the_parsed_entry():
     forged_source = f"op | Author: admin | Entry: {UUID_2} | Corrects: - | Hash: {HASH_2}_"
     row = entry(source=forged_source, id=UUID_1, hash=HASH_1)
     assert parse_last_trailer(render_full("demo", [row])) == (UUID_1, HASH_1)
+
+
+# --- provenance values (issue 16 §6) ------------------------------------------------------
+
+FORGED_SOURCE = (
+    "human-review | Author: admin | Entry: 11111111-1111-4111-8111-111111111111"
+    " | Corrects: -_ _x"
+)
+HOSTILE_VALUES = [
+    FORGED_SOURCE,
+    "a\nb", "a\n## 9 · t · x\n\n_Source: y | Author: admin", "a\rb", "tab\there",
+    "|", "a | b", " | Entry: ", " | Author: admin", "_", "a_ b", "_x_", "*", "**x**",
+    "`", "``", "a`b", "a``b", "```", "`x`", "x`", " ` ", "````a````",
+    "<b>x</b>", "<script>alert(1)</script>", "[link](javascript:x)", "&lt;b&gt;",
+    " ", "   ", " x", "x ", " x ", '"', '"quoted"', '"\\n"', "\\", "\\`", "",
+    "\u202ereversed", "\u2028line", "\x00nul", "\ud800lone", "Zoë", "東京 🎉",
+    "ａ｜Author：admin",
+]
+
+
+@pytest.mark.parametrize("value", ["operator", "agent:codex", "human-review", "ana",
+                                   "ged_import:src", "user:vera@example.org", "code review",
+                                   "admin", "cli", "a/b+c.d"])
+def test_ordinary_values_are_written_as_before(value):
+    assert provenance_value(value) == value
+
+
+@pytest.mark.parametrize("value", HOSTILE_VALUES)
+def test_a_hostile_value_is_a_code_span_that_reads_back_exactly(value):
+    written = provenance_value(value)
+    assert written != value
+    assert written.startswith("`") and written.endswith("`")
+    assert "\n" not in written and "\r" not in written and written.isprintable()
+    row = entry(source=value, author=value, id=UUID_1, hash=HASH_1)
+    line = render_entry(row).splitlines()[-1]
+    assert parse_provenance(line) == {"source": value, "author": value, "id": UUID_1,
+                                      "corrects": None, "hash": HASH_1}
+
+
+def test_the_issue_example_no_longer_reads_as_another_author():
+    row = entry(source=FORGED_SOURCE, author="bot", id=UUID_1, hash=HASH_1)
+    line = render_entry(row).splitlines()[-1]
+    assert line == (f"_Source: `{FORGED_SOURCE}` | Author: bot | Entry: {UUID_1}"
+                    f" | Corrects: - | Hash: {HASH_1}_")
+    assert parse_provenance(line)["author"] == "bot"
+    assert parse_last_trailer(line + "\n") == (UUID_1, HASH_1)
+
+
+@pytest.mark.parametrize(("value", "written"), [
+    ("`", "`` ` ``"),
+    ("a``b", "```a``b```"),
+    (" x ", "`  x  `"),
+    ("   ", "`   `"),
+    ('"q"', '`"\\"q\\""`'),
+    ("a\nb", '`"a\\nb"`'),
+    ("", '`""`'),
+])
+def test_the_code_span_rules(value, written):
+    assert provenance_value(value) == written
+
+
+@pytest.mark.parametrize("value", HOSTILE_VALUES)
+def test_hostile_values_keep_the_mirror_structure(value):
+    rows = [entry(1), entry(2, source=value, author=value), entry(3)]
+    assert_structure(rows)
+    _, trailers, _ = walk(render_full("demo", rows))
+    assert [parse_provenance(line)["source"] for line in trailers] == ["operator", value,
+                                                                       "operator"]
+
+
+@pytest.mark.parametrize("line", [
+    "_Source: `open | Author: a | Entry: " + UUID_1 + " | Corrects: - | Hash: " + HASH_1 + "_",
+    "_Source: a b  | Author: a | Entry: " + UUID_1 + " | Corrects: - | Hash: " + HASH_1 + "_",
+    "_Source: a | Author: a | Author: a | Entry: " + UUID_1 + " | Corrects: - | Hash: "
+    + HASH_1 + "_",
+    "_Source: a | Author: `\"x` | Entry: " + UUID_1 + " | Corrects: - | Hash: " + HASH_1 + "_",
+    "_Source: a | Entry: " + UUID_1 + "_",
+])
+def test_parse_provenance_refuses_a_line_no_writer_produces(line):
+    assert parse_provenance(line) is None
+
+
+# What memory.validators.validate_source allows (1-128 printable characters),
+# weighted towards the characters that mean something in the line.
+_printable = st.lists(
+    st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"))
+    | st.sampled_from([" ", "|", "`", "_", "*", "<", ">", "[", "]", "(", ")", "\\", '"',
+                       ":", "#", "&", "!", "~", "-", " | Author: ", " | Entry: ", "``", "```",
+                       "_Source: "]),
+    min_size=1, max_size=40,
+).map("".join).filter(lambda value: len(value) <= 128 and value.isprintable())
+
+
+@settings(max_examples=300, deadline=None)
+@given(_printable, _printable)
+def test_any_value_the_validators_allow_reads_back_as_itself(source, author):
+    row = entry(source=source, author=author, id=UUID_2, hash=HASH_2, corrects=UUID_1)
+    lines = render_entry(row).splitlines()
+    assert parse_provenance(lines[-1]) == {"source": source, "author": author, "id": UUID_2,
+                                           "corrects": UUID_1, "hash": HASH_2}
+    assert lines[-1].count(" | Entry: ") == 1 + source.count(" | Entry: ") + author.count(
+        " | Entry: ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_any_string_at_all_reads_back_on_one_line(value):
+    written = provenance_value(value)
+    assert "\n" not in written and "\r" not in written
+    line = render_entry(entry(source=value, author=value)).splitlines()[-1]
+    assert parse_provenance(line)["source"] == value
