@@ -164,7 +164,10 @@ def find_hard_links(root: Path, files: Iterable[str] = (),
     def visit(rel: str, path: Path) -> None:
         if path.name.startswith(OWN_TEMP_PREFIXES):
             return
-        problem = hard_link_problem(path.parent, rel, lambda: os.lstat(path))
+        try:
+            problem = hard_link_problem(path.parent, rel, lambda: os.lstat(path))
+        except FileNotFoundError:
+            return  # removed meanwhile (a released lock): nothing left to read
         if problem is not None:
             found[rel] = problem
 
@@ -187,7 +190,10 @@ def find_hard_links(root: Path, files: Iterable[str] = (),
                 continue
             with listing:
                 for entry in listing:
-                    mode = entry.stat(follow_symlinks=False).st_mode
+                    try:
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                    except FileNotFoundError:
+                        continue
                     if stat.S_ISDIR(mode):
                         stack.append(current / entry.name)
                     elif stat.S_ISREG(mode):
