@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
@@ -415,3 +416,13 @@ def test_any_string_at_all_reads_back_on_one_line(value):
     assert "\n" not in written and "\r" not in written
     line = render_entry(entry(source=value, author=value)).splitlines()[-1]
     assert parse_provenance(line)["source"] == value
+
+
+@pytest.mark.parametrize("body", [
+    "`" * 500_000, "``" + "`a" * 250_000, "``` " + "`` " * 150_000, "a " * 400_000 + "|",
+    "`x` | Author: " + "`" * 500_000,
+])
+def test_parse_provenance_is_linear_in_the_line(body):
+    started = time.monotonic()
+    assert parse_provenance("_Source: " + body) is None
+    assert time.monotonic() - started < 2

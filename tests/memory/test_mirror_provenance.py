@@ -15,9 +15,10 @@ from html.parser import HTMLParser
 
 import markdown
 import pytest
+from django.core.exceptions import ValidationError
 
 from gedweb.lib.mirror import parse_provenance, provenance_value, render_full
-from memory import mirror
+from memory import mirror, services
 from memory.models import Membership, MemoryEntry
 from tests.lib.test_mirror_format import walk
 from tests.memory.test_mirror import append, assert_mirror_exact, run_mirror_command  # noqa: F401
@@ -182,3 +183,12 @@ def test_the_mirror_page_shows_source_and_author_as_text(alpha, append, source, 
     rows = MemoryEntry.objects.for_project(alpha.project).chain_rows()
     assert render_full(alpha.project.pk, rows) == mirror.mirror_path(alpha.project.pk).read_text(
         encoding="utf-8")
+
+
+@pytest.mark.parametrize("source", ["a\nb", "a\rb", "x\n## 9 · t · note", "a\u2028b", "\x00"])
+def test_a_source_with_a_line_break_or_control_character_is_refused(alpha, source):
+    with pytest.raises(ValidationError) as raised:
+        services.memory_entry_create(project=alpha.project, author="ana", category="note",
+                                     content="c", source=source)
+    assert "source" in raised.value.message_dict
+    assert MemoryEntry.objects.for_project(alpha.project).count() == 0
