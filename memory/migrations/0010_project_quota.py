@@ -46,23 +46,27 @@ def byte_length(vendor: str, column: str) -> str:
 
 
 def usage_select(vendor: str, kind: str) -> str:
-    """SELECT project_id, kind, used_bytes for every project with rows of this kind."""
+    """SELECT project_id, kind, used_bytes for every project with rows of this kind.
+
+    Built from this module's constants only (table and column names of
+    SOURCES), never from data; the kind is a parameter (%s).
+    """
     parts = []
     for table, column, via in SOURCES[kind]:
         size = byte_length(vendor, f"t.{column}")
         if via == "work":
             parts.append(
-                f"SELECT w.project_id AS project_id, COALESCE({size}, 0) + "
+                f"SELECT w.project_id AS project_id, COALESCE({size}, 0) + "  # nosec B608
                 f"{ROW_OVERHEAD_BYTES} AS cost FROM {table} t "
                 "JOIN governance_workitem w ON w.id = t.work_id"
             )
         else:
             parts.append(
-                f"SELECT t.project_id AS project_id, COALESCE({size}, 0) + "
+                f"SELECT t.project_id AS project_id, COALESCE({size}, 0) + "  # nosec B608
                 f"{ROW_OVERHEAD_BYTES} AS cost FROM {table} t"
             )
     return (
-        f"SELECT u.project_id, '{kind}', SUM(u.cost) FROM ({' UNION ALL '.join(parts)}) u "
+        f"SELECT u.project_id, %s, SUM(u.cost) FROM ({' UNION ALL '.join(parts)}) u "  # nosec B608
         "GROUP BY u.project_id"
     )
 
@@ -73,15 +77,17 @@ def backfill(apps, schema_editor):
         for kind in SOURCES:
             cursor.execute(
                 "INSERT INTO memory_projectquota (project_id, kind, used_bytes) "
-                + usage_select(vendor, kind)
+                + usage_select(vendor, kind),
+                [kind],
             )
             # Every project gets its four rows, so operators find each quota
             # in the admin before its first write.
             cursor.execute(
                 "INSERT INTO memory_projectquota (project_id, kind, used_bytes) "
-                f"SELECT p.id, '{kind}', 0 FROM memory_project p WHERE NOT EXISTS ("
+                "SELECT p.id, %s, 0 FROM memory_project p WHERE NOT EXISTS ("
                 "SELECT 1 FROM memory_projectquota q "
-                f"WHERE q.project_id = p.id AND q.kind = '{kind}')"
+                "WHERE q.project_id = p.id AND q.kind = %s)",
+                [kind, kind],
             )
 
 
