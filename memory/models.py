@@ -164,6 +164,11 @@ class MemoryEntry(models.Model):
     # from this row, and the request hash tells a replay from a reuse.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     request_hash = models.CharField(max_length=64, null=True, blank=True)
+    # Whose key it is: "token:<id>", "admin", or the author for commands and
+    # imports. The same key from two tokens is two keys. NULL on rows keyed
+    # before scopes (memory 0011); nullable, so adding it kept SQLite's
+    # append-only triggers (an ALTER TABLE, not a table rebuild).
+    idempotency_scope = models.CharField(max_length=80, null=True, blank=True)
 
     objects = EntryQuerySet.as_manager()
 
@@ -174,10 +179,12 @@ class MemoryEntry(models.Model):
             models.UniqueConstraint(
                 fields=["project", "seq"], name="memory_memoryentry_unique_seq"
             ),
+            # A partial unique index on both engines, so changing it never
+            # rebuilds the table on SQLite (which would drop its triggers).
             models.UniqueConstraint(
-                fields=["project", "idempotency_key"],
+                fields=["project", "idempotency_scope", "idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
-                name="memory_memoryentry_unique_idempotency_key",
+                name="memory_memoryentry_unique_scoped_idempotency_key",
             ),
             models.CheckConstraint(condition=Q(seq__gte=1), name="memory_memoryentry_seq_positive"),
         ]

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from gedweb.db.compiled import CompiledRead
@@ -175,7 +176,7 @@ def _validate_entry_fields(category: Any, content: Any, source: Any) -> None:
     )
 
 
-def _claim_idempotency_key(project: Project, key: str) -> None:
+def _claim_idempotency_key(project: Project, scope: str, key: str) -> None:
     # On PostgreSQL a transaction-scoped advisory lock marks the key as in
     # flight: a concurrent request with the same key is told so at once
     # instead of queueing behind it. SQLite serialises writers with BEGIN
@@ -185,11 +186,26 @@ def _claim_idempotency_key(project: Project, key: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
-            [f"gedweb.idempotency\x1f{project.pk}\x1f{key}"],
+            [f"gedweb.idempotency\x1f{project.pk}\x1f{scope}\x1f{key}"],
         )
         (acquired,) = cursor.fetchone()
     if not acquired:
         raise IdempotencyInFlight("a request with this Idempotency-Key is still being processed")
+
+
+def _keyed_entry(project: Project, scope: str, author: str, key: str) -> MemoryEntry | None:
+    """The entry stored under this key by this scope, if any.
+
+    Rows from before keys had a scope (idempotency_scope NULL) were keyed
+    per project; such a row still answers a replay from its own author, so a
+    retry across the upgrade never doubles an entry, but never another's.
+    """
+    return (
+        MemoryEntry.objects.for_project(project)
+        .filter(idempotency_key=key)
+        .filter(Q(idempotency_scope=scope) | Q(idempotency_scope__isnull=True, author=author))
+        .first()
+    )
 
 
 def _lock_project(project: Project) -> None:
@@ -223,6 +239,7 @@ def _append_locked(
     corrects: str | int | None,
     idempotency_key: str | None,
     request_hash: str | None,
+    idempotency_scope: str | None = None,
     created_at: datetime | None = None,
 ) -> AppendResult:
     """The one append: replay by key, or take the next seq and link it to the head.
@@ -232,10 +249,9 @@ def _append_locked(
     created_at is None for a new entry (now) and the original time for an
     import, kept as given even if an earlier seq carries a later time.
     """
+    scope = idempotency_scope or author
     if idempotency_key is not None:
-        earlier = (
-            MemoryEntry.objects.for_project(project).filter(idempotency_key=idempotency_key).first()
-        )
+        earlier = _keyed_entry(project, scope, author, idempotency_key)
         if earlier is not None:
             if earlier.request_hash != request_hash:
                 raise IdempotencyKeyReused(
@@ -267,6 +283,7 @@ def _append_locked(
         created_at=created_at,
         prev_hash=head_row["hash"] if head_row else GENESIS_HASH,
         idempotency_key=idempotency_key,
+        idempotency_scope=scope if idempotency_key is not None else None,
         request_hash=request_hash if idempotency_key is not None else None,
     )
     entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
@@ -289,8 +306,13 @@ def memory_entry_create(
     corrects: str | int | None = None,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
+    idempotency_scope: str | None = None,
 ) -> AppendResult:
     """Append one entry with the next seq and its hash link.
+
+    An Idempotency-Key belongs to ``idempotency_scope``, the token that sent
+    it (the API passes Principal.idempotency_scope), or else to the author:
+    the same key from two tokens is two independent keys.
 
     seq and prev_hash come from the project's newest entry, read while the
     project row is locked (SELECT ... FOR UPDATE on PostgreSQL, the write
@@ -311,7 +333,7 @@ def memory_entry_create(
     try:
         with transaction.atomic():
             if idempotency_key is not None:
-                _claim_idempotency_key(project, idempotency_key)
+                _claim_idempotency_key(project, idempotency_scope or author, idempotency_key)
             _lock_project(project)
             result = _append_locked(
                 project=project,
@@ -322,6 +344,7 @@ def memory_entry_create(
                 corrects=corrects,
                 idempotency_key=idempotency_key,
                 request_hash=request_hash,
+                idempotency_scope=idempotency_scope,
             )
             if not result.replayed:
                 if outermost and connection.vendor == "postgresql":
@@ -425,7 +448,7 @@ def memory_entries_import(
                         created_at=row.created_at.astimezone(UTC),
                     )
                 except IdempotencyKeyReused:
-                    earlier = MemoryEntry.objects.for_project(project).get(idempotency_key=row.key)
+                    earlier = _keyed_entry(project, author, author, row.key)
                     raise Conflict(
                         f"{row.label} was imported as seq {earlier.seq} and has changed since "
                         "(category, content, source or time); nothing was imported"

@@ -39,6 +39,11 @@ class Principal:
     def is_admin(self) -> bool:
         return self.kind == "admin"
 
+    @property
+    def idempotency_scope(self) -> str:
+        """Whose Idempotency-Keys these are: each token's are its own."""
+        return "admin" if self.is_admin else f"token:{self.token_id}"
+
     def covers(self, project_id: str) -> bool:
         return self.is_admin or self.project_id == project_id
 

@@ -300,6 +300,7 @@ class EntryListView(ProjectAPIView):
             corrects=data["corrects"],
             idempotency_key=key,
             request_hash=services.request_fingerprint(request.data) if key is not None else None,
+            idempotency_scope=request.user.idempotency_scope,
         )
         response = Response(result.entry.as_dict(), status=201)
         if result.replayed:

@@ -204,12 +204,14 @@ def test_a_replay_still_needs_the_memory_token(alpha, client_for, memory_write_t
     assert count() == 1
 
 
-def test_a_key_on_a_service_append_replays_over_the_api(alpha, client):
+def test_a_key_on_a_service_append_in_the_tokens_scope_replays_over_the_api(alpha, client):
+    token = alpha.project.tokens.get()
     services.memory_entry_create(
         project=alpha.project,
         author="default",
         idempotency_key=KEY,
         request_hash=services.request_fingerprint(BODY),
+        idempotency_scope=f"token:{token.pk}",
         **BODY,
     )
 
@@ -218,6 +220,109 @@ def test_a_key_on_a_service_append_replays_over_the_api(alpha, client):
     assert response.status_code == 201
     assert response["Idempotent-Replayed"] == "true"
     assert count() == 1
+
+
+# --- keys belong to a token (issue 16 §8) ----------------------------------------------
+
+
+@pytest.fixture
+def second(alpha, client_for):
+    """Another token of the same project, named differently."""
+    _, raw = services.project_token_create(project=alpha.project, name="second-agent")
+    return client_for(raw)
+
+
+def test_the_same_key_and_body_from_another_token_is_a_new_entry_of_its_own(alpha, client,
+                                                                              second):
+    first = post(client, alpha.id)
+
+    other = post(second, alpha.id)
+
+    assert first.status_code == other.status_code == 201
+    assert "Idempotent-Replayed" not in other
+    assert other.json()["id"] != first.json()["id"]
+    assert other.json()["author"] == "second-agent"
+    assert sorted(MemoryEntry.objects.values_list("author", "idempotency_key")) == [
+        ("default", KEY), ("second-agent", KEY)]
+
+
+def test_another_tokens_key_with_another_body_is_not_a_reuse(alpha, client, second):
+    post(client, alpha.id)
+
+    other = post(second, alpha.id, body={**BODY, "content": "use sqlite"})
+
+    assert other.status_code == 201
+    assert count() == 2
+
+
+def test_each_token_replays_only_its_own_entry(alpha, client, second):
+    mine, theirs = post(client, alpha.id), post(second, alpha.id)
+
+    again_mine, again_theirs = post(client, alpha.id), post(second, alpha.id)
+
+    assert again_mine["Idempotent-Replayed"] == again_theirs["Idempotent-Replayed"] == "true"
+    assert again_mine.json()["id"] == mine.json()["id"]
+    assert again_theirs.json()["id"] == theirs.json()["id"]
+    assert count() == 2
+
+
+def test_the_admin_tokens_keys_are_its_own(alpha, client, client_for):
+    from tests.conftest import ADMIN_TOKEN
+
+    post(client, alpha.id)
+    admin = post(client_for(ADMIN_TOKEN), alpha.id)
+
+    assert admin.status_code == 201
+    assert "Idempotent-Replayed" not in admin
+    assert admin.json()["author"] == "admin"
+    assert count() == 2
+
+
+def test_a_token_with_a_reissued_name_does_not_inherit_the_old_tokens_keys(alpha, client,
+                                                                             client_for):
+    post(client, alpha.id)
+    services.project_token_revoke(project=alpha.project, name="default")
+    _, raw = services.project_token_create(project=alpha.project, name="default")
+
+    response = post(client_for(raw), alpha.id)
+
+    assert response.status_code == 201
+    assert "Idempotent-Replayed" not in response
+    assert count() == 2
+
+
+def legacy_keyed_entry(alpha, author: str) -> MemoryEntry:
+    """An entry as memory 0011 found it: keyed per project, with no scope."""
+    from django.utils import timezone
+
+    from gedweb.lib.chain import GENESIS_HASH, entry_hash
+
+    entry = MemoryEntry(project=alpha.project, seq=1, author=author, created_at=timezone.now(),
+                        prev_hash=GENESIS_HASH, idempotency_key=KEY, idempotency_scope=None,
+                        request_hash=services.request_fingerprint(BODY), **BODY)
+    entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
+    entry.save(force_insert=True)
+    return entry
+
+
+def test_a_key_stored_before_scopes_still_replays_to_its_author(alpha, client):
+    legacy = legacy_keyed_entry(alpha, "default")
+
+    response = post(client, alpha.id)
+
+    assert response["Idempotent-Replayed"] == "true"
+    assert response.json()["id"] == str(legacy.uuid)
+    assert count() == 1
+
+
+def test_a_key_stored_before_scopes_never_replays_to_another_author(alpha, client, second):
+    legacy_keyed_entry(alpha, "default")
+
+    response = post(second, alpha.id)
+
+    assert response.status_code == 201
+    assert "Idempotent-Replayed" not in response
+    assert count() == 2
 
 
 def test_concurrent_requests_with_one_key_create_one_entry(live_db, make_project, client_for):

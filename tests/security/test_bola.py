@@ -305,7 +305,7 @@ def test_a_cursor_taken_from_bs_listing_is_only_a_position_in_a(world, api, list
 
 @pytest.mark.parametrize("content", ["zanzibar keyed", "a different body"])
 def test_an_idempotency_key_b_used_is_a_fresh_key_for_a(world, api, content):
-    """Keys are per project: B's key neither replays B's entry nor reveals that B used it."""
+    """Keys are per token: B's key neither replays B's entry nor reveals that B used it."""
     before = MemoryEntry.objects.filter(project_id="beta").count()
     response = APIClient().post(
         "/v1/projects/alpha/memory", {"category": "zanzibar", "content": content},
