@@ -7,9 +7,30 @@ refuse every UPDATE and DELETE, whoever sends it.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from django.db import migrations
+
+ENTRIES = "memory_memoryentry"
+
+# Every append-only table. A migration that makes another table append-only
+# adds it here and to docs/security.md's REVOKE list (a test compares the
+# list with the migrations); `manage.py doctor` checks each one's triggers.
+TABLES = (
+    ENTRIES,
+    "memory_documentrevision",
+    "memory_chaincheckpoint",
+    "governance_workitem",
+    "governance_governancerevision",
+    "governance_evidencerecord",
+    "governance_workfile",
+    "governance_taskartifact",
+    "governance_standardsimport",
+    "governance_standardsdecision",
+    "governance_skill",
+    "governance_contextdelivery",
+)
 
 
 def sqlite_forward(table: str) -> list[str]:
@@ -56,3 +77,32 @@ def make_append_only(*tables: str) -> migrations.RunPython:
         _run({"sqlite": sqlite_forward, "postgresql": postgres_forward}, tables),
         _run({"sqlite": sqlite_backward, "postgresql": postgres_backward}, tables),
     )
+
+
+def _entries_migration() -> Any:
+    # Memory entries got their triggers first, by name, in memory 0002; that
+    # migration's statements stay the one source of what they are.
+    return importlib.import_module("memory.migrations.0002_append_only_and_search")
+
+
+def expected_triggers(vendor: str, table: str) -> dict[str, str]:
+    """Trigger name -> the statement that created it, as the migrations ran it."""
+    if vendor == "sqlite":
+        if table == ENTRIES:
+            statements = _entries_migration().SQLITE_FORWARD[:2]
+        else:
+            statements = sqlite_forward(table)
+    elif vendor == "postgresql":
+        statements = (
+            _entries_migration().POSTGRES_FORWARD[1:2] if table == ENTRIES
+            else postgres_forward(table)
+        )
+    else:
+        return {}
+    return {statement.split()[2]: statement for statement in statements}
+
+
+def refuse_change_function() -> str:
+    """The PostgreSQL trigger function's body (between its $$), as memory 0002 created it."""
+    return _entries_migration().POSTGRES_FORWARD[0].split("$$")[1]
+

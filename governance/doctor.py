@@ -15,17 +15,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from gedweb import append_only
 from gedweb.lib import governance as gov
 from gedweb.lib.standards import sha256_text
 from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
 from memory import mirror
 from memory.models import MemoryEntry, Project
 from memory.services import memory_chain_verify
+from memory.validators import validate_token_name
 
 # A writer holds the mirror lock for one append or one rebuild; a lock still
 # held after this long belongs to a stuck process, and every later mirror
@@ -234,6 +238,34 @@ def check_skills(project: Project) -> Outcome:
     return Outcome("skills", problems, f"{_plural(len(current), 'skill')}, {verified} verified")
 
 
+def check_token_names(project: Project) -> Outcome:
+    """No active token is named like an author GedWeb writes as (admin, cli, system, x:y).
+
+    Such names are refused since issue 16; a token issued before keeps
+    writing as that author until it is revoked. A revoked one is only noted:
+    its entries stay, and revoking again fixes nothing.
+    """
+    problems, revoked = [], []
+    for name, revoked_at in project.tokens.order_by("name", "pk").values_list("name",
+                                                                             "revoked_at"):
+        try:
+            validate_token_name(name)
+        except ValidationError:
+            if revoked_at is None:
+                problems.append(
+                    f"active token {name!r} writes as an author GedWeb keeps for itself "
+                    f"(admin, cli, system or a name with ':'): revoke it (manage.py project "
+                    f"revoke {project.pk} --name {name}) and issue another")
+            else:
+                revoked.append(name)
+    if revoked:
+        names = ", ".join(repr(n) for n in revoked)
+        return Outcome("token-names", problems,
+                       f"revoked tokens named like GedWeb's own authors: {names}; entries "
+                       "with those authors may be theirs")
+    return Outcome("token-names", problems, "no token writes as GedWeb's own authors")
+
+
 PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_chain,
     check_mirror,
@@ -241,6 +273,7 @@ PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_governance,
     check_standards,
     check_skills,
+    check_token_names,
 )
 
 
@@ -269,6 +302,128 @@ def check_migrations() -> Outcome:
     )
 
 
+def _normalized(sql: str) -> str:
+    return " ".join(sql.split())
+
+
+def _sqlite_trigger_problems(cursor: Any) -> list[str]:
+    cursor.execute("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'")
+    present = {name: (table, sql) for name, table, sql in cursor.fetchall()}
+    problems = []
+    for table in append_only.TABLES:
+        for name, statement in append_only.expected_triggers("sqlite", table).items():
+            found = present.get(name)
+            if found is None:
+                problems.append(f"{table}: trigger {name} is missing, so the database no longer "
+                                f"refuses {name.rsplit('_', 1)[1].upper()} there")
+            elif found[0] != table or _normalized(found[1]) != _normalized(statement):
+                problems.append(f"{table}: trigger {name} is not the one GedWeb's migrations "
+                                "created (its statement differs)")
+    return problems
+
+
+# tgenabled: O fires in the normal (origin) mode, A always; R only on
+# replicas and D never, so either one lets UPDATE and DELETE through.
+_FIRING = {"O", "A"}
+
+
+def _postgres_trigger_problems(cursor: Any) -> list[str]:
+    problems = []
+    cursor.execute("SHOW session_replication_role")
+    (role_mode,) = cursor.fetchone()
+    if role_mode != "origin":
+        problems.append(f"session_replication_role is {role_mode!r} for this connection "
+                        "(a role or database setting): row triggers do not fire")
+    cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'gedweb_refuse_change'")
+    bodies = [row[0] for row in cursor.fetchall()]
+    if not bodies:
+        problems.append("function gedweb_refuse_change() is missing")
+    elif any(_normalized(b) != _normalized(append_only.refuse_change_function())
+             for b in bodies):
+        problems.append("function gedweb_refuse_change() is not the one GedWeb's migrations "
+                        "created: its body differs")
+    cursor.execute(
+        "SELECT c.relname, t.tgname, t.tgenabled, p.proname, t.tgtype "
+        "FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+        "JOIN pg_proc p ON p.oid = t.tgfoid "
+        "WHERE NOT t.tgisinternal AND c.relname = ANY(%s) "
+        "AND c.relnamespace = current_schema()::regnamespace",
+        [list(append_only.TABLES)],
+    )
+    present = {(table, name): (enabled, function, kind)
+               for table, name, enabled, function, kind in cursor.fetchall()}
+    # tgtype bits: ROW 1, BEFORE 2, DELETE 8, UPDATE 16.
+    wanted_type = 1 | 2 | 8 | 16
+    for table in append_only.TABLES:
+        for name in append_only.expected_triggers("postgresql", table):
+            found = present.get((table, name))
+            if found is None:
+                problems.append(f"{table}: trigger {name} is missing, so the database no longer "
+                                "refuses UPDATE and DELETE there")
+                continue
+            enabled, function, kind = found
+            if enabled not in _FIRING:
+                problems.append(f"{table}: trigger {name} is disabled "
+                                f"(tgenabled {enabled!r}: ALTER TABLE ... ENABLE TRIGGER {name})")
+            if function != "gedweb_refuse_change" or kind & wanted_type != wanted_type:
+                problems.append(f"{table}: trigger {name} is not the one GedWeb's migrations "
+                                "created (it must run gedweb_refuse_change() BEFORE UPDATE OR "
+                                "DELETE FOR EACH ROW)")
+    return problems
+
+
+def check_append_only_triggers() -> Outcome:
+    """Every append-only table's triggers exist, unchanged and firing (docs/security.md)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            problems = _sqlite_trigger_problems(cursor)
+        elif connection.vendor == "postgresql":
+            problems = _postgres_trigger_problems(cursor)
+        else:
+            return Outcome("append-only triggers", summary=f"not checked on {connection.vendor}")
+    return Outcome("append-only triggers", problems,
+                   f"{_plural(len(append_only.TABLES), 'table')} refuse UPDATE and DELETE")
+
+
+def check_database_privileges() -> Outcome:
+    """On PostgreSQL, that this role cannot rewrite an append-only table (docs/security.md).
+
+    Connected as a superuser or as the tables' owner, every privilege is
+    there by design: that is reported in the summary, not failed. As any
+    other role, an UPDATE, DELETE or TRUNCATE privilege on an append-only
+    table is a failure (TRUNCATE fires no row trigger).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user")
+        user, superuser = cursor.fetchone()
+        cursor.execute(
+            "SELECT tablename, tableowner = current_user, "
+            "has_table_privilege(current_user, quote_ident(tablename), 'UPDATE'), "
+            "has_table_privilege(current_user, quote_ident(tablename), 'DELETE'), "
+            "has_table_privilege(current_user, quote_ident(tablename), 'TRUNCATE') "
+            "FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY(%s) "
+            "ORDER BY tablename",
+            [list(append_only.TABLES)],
+        )
+        rows = cursor.fetchall()
+    owned = [table for table, owner, *_ in rows if owner]
+    if superuser or owned:
+        what = "a superuser" if superuser else f"the owner of {_plural(len(owned), 'table')}"
+        return Outcome("database privileges", summary=(
+            f"connected as {user!r}, {what}: it may UPDATE, DELETE and TRUNCATE the append-only "
+            "tables and switch their triggers off; in production the server connects as an "
+            "application role without them (docs/security.md, Privileges)"))
+    problems = []
+    for table, _, update, delete, truncate in rows:
+        granted = [name for name, has in (("UPDATE", update), ("DELETE", delete),
+                                          ("TRUNCATE", truncate)) if has]
+        if granted:
+            problems.append(f"{table}: role {user!r} has {', '.join(granted)} "
+                            f"(REVOKE {', '.join(granted)} ON {table} FROM {user})")
+    return Outcome("database privileges", problems,
+                   f"role {user!r} cannot UPDATE, DELETE or TRUNCATE an append-only table")
+
+
 def check_checkout(root: Path) -> Outcome:
     """A GedPi checkout's v3 migration leftovers and locks (gedweb.lib.gedpi_v3)."""
     from gedweb.lib.gedpi_v3 import checkout_problems
@@ -287,7 +442,11 @@ def _guarded(name: str, check: Callable[..., Outcome], *args: object) -> Outcome
 
 def diagnose(projects: list[Project], checkout: Path | None = None) -> list[Report]:
     """Every check, in a fixed order: the database first, then each project, then a checkout."""
-    reports = [Report("database", _guarded("migrations", check_migrations))]
+    reports = [Report("database", _guarded("migrations", check_migrations)),
+               Report("database", _guarded("append-only triggers", check_append_only_triggers))]
+    if connection.vendor == "postgresql":
+        reports.append(
+            Report("database", _guarded("database privileges", check_database_privileges)))
     for project in projects:
         for check in PROJECT_CHECKS:
             name = check.__name__.removeprefix("check_").replace("_", "-")

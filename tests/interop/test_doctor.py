@@ -101,14 +101,25 @@ def mirror_file(memory_root: Path) -> Path:
 def test_a_healthy_project_passes_every_check(healthy):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 0
-    assert lines == [
+    database = [
         "ok   database: migrations (all applied)",
+        "ok   database: append-only triggers (12 tables refuse UPDATE and DELETE)",
+    ]
+    if is_postgres():
+        # The suite connects as a superuser, which doctor reports without failing.
+        [privileges] = [line for line in lines if "database privileges" in line]
+        assert privileges.startswith("ok   database: database privileges (connected as ")
+        assert "a superuser: it may UPDATE, DELETE and TRUNCATE" in privileges
+        database.append(privileges)
+    assert lines == [
+        *database,
         "ok   alpha: chain (3 entries, matches the checkpoint at seq 3)",
         "ok   alpha: mirror (MEMORY.md matches the record)",
         "ok   alpha: mirror-files (no leftovers, lock free)",
         "ok   alpha: governance (1 work item valid)",
         "ok   alpha: standards (1 import, 1 accepted)",
         "ok   alpha: skills (1 skill, 1 verified)",
+        "ok   alpha: token-names (no token writes as GedWeb's own authors)",
     ]
 
 
