@@ -34,7 +34,8 @@ test: $(VENV)/.installed-dev
 SECRET = $$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(48))')
 gates: $(VENV)/.installed-dev
 	@echo "== manage.py check --deploy --fail-level WARNING (production settings)"
-	GEDWEB_PRODUCTION=true DJANGO_SECRET_KEY="$(SECRET)" GEDWEB_ADMIN_TOKEN="$(SECRET)" \
+	GEDWEB_PRODUCTION=true DJANGO_SECRET_KEY="$(SECRET)" GEDWEB_SIGNING_KEY="$(SECRET)" \
+	  GEDWEB_ADMIN_TOKEN="$(SECRET)" \
 	  GEDWEB_MEMORY_WRITE_TOKEN="$(SECRET)" DJANGO_ALLOWED_HOSTS=gedweb.example.org \
 	  DATABASE_URL=sqlite:///./.data/gates.sqlite3 \
 	  $(BIN)/python manage.py check --deploy --fail-level WARNING

@@ -6,7 +6,11 @@
   every ``manage.py`` after it. A key per process would make a session
   cookie valid only on the worker that issued it, and chain checkpoints
   uncheckable by any other process.
-- **Private data.** The data directory is 0700 and the key file 0600: the
+- **A signing key of its own** for chain checkpoints, apart from the secret
+  key (``<data directory>/signing_key`` in development, ``GEDWEB_SIGNING_KEY``
+  in production): rotating the secret key, say after a session leak, leaves
+  every checkpoint verifiable, and the signing key rotates on its own.
+- **Private data.** The data directory is 0700 and the key files 0600: the
   database beside them holds session keys and every project's memory.
 - **Production refuses weak secrets** at start, naming the variable: a
   secret key that Django's own deploy check calls weak (``security.W009``,
@@ -29,6 +33,7 @@ from django.core.exceptions import ImproperlyConfigured
 from gedweb.lib import safefs
 
 SECRET_KEY_FILE = "secret_key"
+SIGNING_KEY_FILE = "signing_key"
 PRIVATE_DIRECTORY_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
@@ -73,32 +78,42 @@ def make_private(path: Path) -> None:
         os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
 
 
-def installation_secret_key(data_dir: Path) -> str:
-    """The key in ``data_dir/secret_key``, made on first use; the same for every process.
+def installation_key(data_dir: Path, filename: str, fallbacks_variable: str) -> str:
+    """The key in ``data_dir/<filename>``, made on first use; the same for every process.
 
     The first process writes a fresh key to a temporary file and hard-links
     it into place (create-only), so concurrent starts agree on one key and
     nobody ever reads a half-written one.
     """
     directory = private_directory(data_dir)
-    path = directory / SECRET_KEY_FILE
+    path = directory / filename
     try:
-        data = safefs.read_bytes(directory, SECRET_KEY_FILE)
+        data = safefs.read_bytes(directory, filename)
         if data is None:
             fresh = secrets.token_urlsafe(64).encode() + b"\n"
-            safefs.publish_exclusive(directory, SECRET_KEY_FILE, fresh, mode=PRIVATE_FILE_MODE)
-            data = safefs.read_bytes(directory, SECRET_KEY_FILE)
+            safefs.publish_exclusive(directory, filename, fresh, mode=PRIVATE_FILE_MODE)
+            data = safefs.read_bytes(directory, filename)
         make_private(path)
     except safefs.UnsafePath as exc:
         raise ImproperlyConfigured(f"{path} must be a regular file: {exc}") from None
     key = (data or b"").decode("ascii", errors="replace").strip()
     if not _django_accepts_secret_key(key) or not key.isprintable():
         raise ImproperlyConfigured(
-            f"{path} does not hold a usable secret key; remove it to have a new one made "
-            "(sessions and chain checkpoints signed with the old key stop verifying "
-            "unless it is kept in DJANGO_SECRET_KEY_FALLBACKS)"
+            f"{path} does not hold a usable key; remove it to have a new one made "
+            f"(what was signed with the old key stops verifying unless it is kept in "
+            f"{fallbacks_variable})"
         )
     return key
+
+
+def installation_secret_key(data_dir: Path) -> str:
+    """Django's SECRET_KEY in development: sessions, CSRF, password resets."""
+    return installation_key(data_dir, SECRET_KEY_FILE, "DJANGO_SECRET_KEY_FALLBACKS")
+
+
+def installation_signing_key(data_dir: Path) -> str:
+    """The chain checkpoints' signing key in development, apart from SECRET_KEY."""
+    return installation_key(data_dir, SIGNING_KEY_FILE, "GEDWEB_SIGNING_KEY_FALLBACKS")
 
 
 def secret_key_problem(name: str, value: str) -> str | None:

@@ -92,12 +92,19 @@ SECRET_KEY_FALLBACKS = [
     key.strip() for key in env.str("DJANGO_SECRET_KEY_FALLBACKS", default="").split(",")
     if key.strip()
 ]
+# Chain checkpoints are signed with a key of their own (memory/checkpoints.py),
+# so the secret key and the signing key rotate independently.
+SIGNING_KEY_FALLBACKS = [
+    key.strip() for key in env.str("GEDWEB_SIGNING_KEY_FALLBACKS", default="").split(",")
+    if key.strip()
+]
 
 if PRODUCTION:
     _missing = [
         name
         for name, value in (
             ("DJANGO_SECRET_KEY", env.str("DJANGO_SECRET_KEY", default="")),
+            ("GEDWEB_SIGNING_KEY", env.str("GEDWEB_SIGNING_KEY", default="")),
             ("GEDWEB_ADMIN_TOKEN", ADMIN_TOKEN),
             ("GEDWEB_MEMORY_WRITE_TOKEN", MEMORY_WRITE_TOKEN),
         )
@@ -111,6 +118,11 @@ if PRODUCTION:
             installation.secret_key_problem(f"DJANGO_SECRET_KEY_FALLBACKS[{index}]", key)
             for index, key in enumerate(SECRET_KEY_FALLBACKS)
         ),
+        installation.secret_key_problem("GEDWEB_SIGNING_KEY", env.str("GEDWEB_SIGNING_KEY")),
+        *(
+            installation.secret_key_problem(f"GEDWEB_SIGNING_KEY_FALLBACKS[{index}]", key)
+            for index, key in enumerate(SIGNING_KEY_FALLBACKS)
+        ),
         installation.token_problem("GEDWEB_ADMIN_TOKEN", ADMIN_TOKEN or ""),
         installation.token_problem("GEDWEB_MEMORY_WRITE_TOKEN", MEMORY_WRITE_TOKEN or ""),
     ]
@@ -120,15 +132,23 @@ if PRODUCTION:
         raise ImproperlyConfigured(
             "GEDWEB_ADMIN_TOKEN and GEDWEB_MEMORY_WRITE_TOKEN must differ in production"
         )
+    if env.str("GEDWEB_SIGNING_KEY") == env.str("DJANGO_SECRET_KEY"):
+        raise ImproperlyConfigured(
+            "GEDWEB_SIGNING_KEY and DJANGO_SECRET_KEY must differ: each rotates on its own"
+        )
     if DEMO_PROJECT:
         raise ImproperlyConfigured("GEDWEB_DEMO_PROJECT cannot be enabled in production")
     SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+    SIGNING_KEY = env.str("GEDWEB_SIGNING_KEY")
 else:
-    # One key per installation, kept in the data directory (0600) and read by
-    # every worker and command: sessions and checkpoints signed by one
-    # process verify in every other, and across restarts.
+    # One key of each kind per installation, kept in the data directory
+    # (0600) and read by every worker and command: sessions and checkpoints
+    # signed by one process verify in every other, and across restarts.
     SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or installation.installation_secret_key(
         DATA_DIR
+    )
+    SIGNING_KEY = env.str("GEDWEB_SIGNING_KEY", default="") or (
+        installation.installation_signing_key(DATA_DIR)
     )
 
 _checkpoint_every = env.str("GEDWEB_CHECKPOINT_EVERY", default="100").strip()

@@ -3,8 +3,9 @@
 A hash chain shows any change to an entry it still holds, but deleting the
 newest N entries, or swapping the last entry for another well-chained one,
 leaves a valid chain. A checkpoint records a head the log once had: seq,
-hash and time, authenticated with an HMAC keyed from SECRET_KEY
-(django.utils.crypto.salted_hmac). Each one is kept twice:
+hash and time, authenticated with an HMAC keyed from the installation's
+signing key, settings.SIGNING_KEY (django.utils.crypto.salted_hmac), which
+is not SECRET_KEY: each rotates on its own. Each one is kept twice:
 
 - a row of the append-only table memory_chaincheckpoint (triggers refuse
   UPDATE and DELETE), and
@@ -15,7 +16,7 @@ hash and time, authenticated with an HMAC keyed from SECRET_KEY
 
 Each checkpoint names the key that signed it: the key id is a public
 fingerprint of the secret (key_id()). After a rotation, with the old key
-in DJANGO_SECRET_KEY_FALLBACKS, every earlier checkpoint still verifies;
+in GEDWEB_SIGNING_KEY_FALLBACKS, every earlier checkpoint still verifies;
 with the old key dropped, the verifier says which key id it lacks instead
 of calling the checkpoint forged. The key id is not signed: changing it
 only changes which key is tried, and the HMAC still has to match.
@@ -143,23 +144,32 @@ def _message(project_id: str, seq: int, head_hash: str, created_at: str) -> str:
 def checkpoint_mac(
     project_id: str, seq: int, head_hash: str, created_at: str, secret: str | None = None
 ) -> str:
+    """The HMAC of a checkpoint under ``secret``, by default the current signing key."""
     return salted_hmac(
-        _MAC_SALT, _message(project_id, seq, head_hash, created_at), secret=secret,
-        algorithm="sha256",
+        _MAC_SALT, _message(project_id, seq, head_hash, created_at),
+        secret=secret if secret is not None else settings.SIGNING_KEY, algorithm="sha256",
     ).hexdigest()
 
 
 def key_id(secret: str | None = None) -> str:
     """A public fingerprint of a signing key (16 hex digits); reveals nothing of the key."""
+    secret = secret if secret is not None else settings.SIGNING_KEY
     return salted_hmac(_KEY_ID_SALT, "key id", secret=secret, algorithm="sha256").hexdigest()[:16]
 
 
 def _known_secrets() -> list[str]:
-    return [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())]
+    """Every key a checkpoint may be signed with, the current signing key first.
+
+    The secret keys come last: checkpoints taken before GedWeb had a signing
+    key of its own were signed with SECRET_KEY, and verify while it (or a
+    fallback) still holds that key.
+    """
+    return [settings.SIGNING_KEY, *settings.SIGNING_KEY_FALLBACKS,
+            settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
 
 
 def authentic(project_id: str, checkpoint: Checkpoint) -> bool:
-    """True when the HMAC matches under the key it names (SECRET_KEY or a fallback).
+    """True when the HMAC matches under the key it names (a signing key, or a secret key).
 
     A checkpoint without a key id is tried under every known key.
     """
@@ -176,10 +186,10 @@ def authentic(project_id: str, checkpoint: Checkpoint) -> bool:
 
 def _why_not_authentic(checkpoint: Checkpoint) -> str:
     if checkpoint.key_id and checkpoint.key_id not in {key_id(s) for s in _known_secrets()}:
-        return (f"is signed with key {checkpoint.key_id}, which is neither DJANGO_SECRET_KEY "
-                "nor one of DJANGO_SECRET_KEY_FALLBACKS (after a key rotation, keep the old key "
+        return (f"is signed with key {checkpoint.key_id}, which is neither GEDWEB_SIGNING_KEY "
+                "nor one of GEDWEB_SIGNING_KEY_FALLBACKS (after a key rotation, keep the old key "
                 "as a fallback), or it was forged")
-    return ("fails its HMAC: forged, or written under a SECRET_KEY that is neither current "
+    return ("fails its HMAC: forged, or written under a signing key that is neither current "
             "nor a fallback")
 
 

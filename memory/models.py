@@ -269,8 +269,9 @@ class ChainCheckpoint(models.Model):
     A hash chain alone cannot show that its newest entries were deleted, or
     that its last entry was swapped for another well-chained one. A
     checkpoint keeps (seq, hash) of a head the log once had, with an HMAC
-    keyed from SECRET_KEY, in this append-only table and as a line of
-    <GEDWEB_MEMORY_ROOT>/<project>/CHECKPOINTS (memory.checkpoints), so
+    keyed from the signing key (settings.SIGNING_KEY), in this append-only
+    table and as a line of <GEDWEB_MEMORY_ROOT>/<project>/CHECKPOINTS
+    (memory.checkpoints), so
     deleting rows here does not erase the evidence there.
     """
 
@@ -280,8 +281,8 @@ class ChainCheckpoint(models.Model):
     created_at = models.DateTimeField()
     mac = models.CharField(max_length=64)
     # Which key signed it (memory.checkpoints.key_id): after a rotation the
-    # verifier picks that key among SECRET_KEY and its fallbacks, and names
-    # a missing one. NULL on rows from before key ids: every key is tried.
+    # verifier picks that key among the signing keys and their fallbacks, and
+    # names a missing one. NULL on rows from before key ids: every key is tried.
     # Nullable so that adding it is an ALTER TABLE on SQLite, which keeps
     # the append-only triggers (a table rebuild would drop them).
     key_id = models.CharField(max_length=16, null=True, blank=True)

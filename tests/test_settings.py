@@ -33,7 +33,8 @@ SHOW = (
     "'DEBUG': s.DEBUG, 'DEMO_PROJECT': s.DEMO_PROJECT, 'MIRROR_WRITER': s.MIRROR_WRITER,"
     " 'PRODUCTION': s.PRODUCTION, 'ADMIN_TOKEN': s.ADMIN_TOKEN,"
     " 'SECRET_KEY': hashlib.sha256(s.SECRET_KEY.encode()).hexdigest(),"
-    " 'SECRET_KEY_LENGTH': len(s.SECRET_KEY)}))"
+    " 'SECRET_KEY_LENGTH': len(s.SECRET_KEY),"
+    " 'SIGNING_KEY': hashlib.sha256(s.SIGNING_KEY.encode()).hexdigest()}))"
 )
 
 
@@ -67,6 +68,7 @@ def production(**overrides: str | None) -> dict[str, str | None]:
     values: dict[str, str | None] = {
         "GEDWEB_PRODUCTION": "true",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+        "GEDWEB_SIGNING_KEY": secrets.token_urlsafe(64),
         "GEDWEB_ADMIN_TOKEN": secrets.token_urlsafe(32),
         "GEDWEB_MEMORY_WRITE_TOKEN": secrets.token_urlsafe(32),
         "DJANGO_ALLOWED_HOSTS": "gedweb.example.org",
@@ -94,7 +96,8 @@ def test_a_valid_production_environment_starts(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "missing", ["DJANGO_SECRET_KEY", "GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN"]
+    "missing",
+    ["DJANGO_SECRET_KEY", "GEDWEB_SIGNING_KEY", "GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN"],
 )
 def test_production_refuses_to_start_without_a_required_secret(tmp_path, missing):
     assert_refused(start(tmp_path, **production(**{missing: None})), missing)
@@ -132,6 +135,26 @@ def test_production_refuses_a_secret_key_that_django_calls_weak(tmp_path, weak):
     completed = start(tmp_path, **production(DJANGO_SECRET_KEY=weak))
     assert_refused(completed, "DJANGO_SECRET_KEY", "W009")
     assert weak not in completed.stderr
+
+
+@pytest.mark.parametrize("weak", ["hunter2-pass", "x" * 64])
+def test_production_refuses_a_weak_signing_key(tmp_path, weak):
+    completed = start(tmp_path, **production(GEDWEB_SIGNING_KEY=weak))
+    assert_refused(completed, "GEDWEB_SIGNING_KEY")
+    assert weak not in completed.stderr
+
+
+def test_production_refuses_a_signing_key_equal_to_the_secret_key(tmp_path):
+    shared = secrets.token_urlsafe(64)
+    completed = start(tmp_path, **production(DJANGO_SECRET_KEY=shared, GEDWEB_SIGNING_KEY=shared))
+    assert_refused(completed, "GEDWEB_SIGNING_KEY", "DJANGO_SECRET_KEY", "differ")
+    assert shared not in completed.stderr
+
+
+def test_production_refuses_a_weak_signing_fallback_naming_its_position(tmp_path):
+    fallbacks = f"{secrets.token_urlsafe(64)},secret"
+    completed = start(tmp_path, **production(GEDWEB_SIGNING_KEY_FALLBACKS=fallbacks))
+    assert_refused(completed, "GEDWEB_SIGNING_KEY_FALLBACKS[1]")
 
 
 def test_production_refuses_a_weak_fallback_key_naming_its_position(tmp_path):
@@ -254,7 +277,23 @@ def test_concurrent_first_starts_agree_on_one_key(tmp_path):
     ]
     keys = {json.loads(process.communicate(timeout=60)[0])["SECRET_KEY"] for process in starts}
     assert len(keys) == 1
-    assert not [p for p in (tmp_path / "data").iterdir() if p.name != "secret_key"]
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["secret_key", "signing_key"]
+    signing_keys = {json.loads(start(tmp_path, SHOW).stdout)["SIGNING_KEY"] for _ in range(2)}
+    assert len(signing_keys) == 1
+
+
+def test_development_keeps_a_signing_key_of_its_own_per_installation(tmp_path):
+    first = json.loads(start(tmp_path, SHOW, DJANGO_SECRET_KEY=None).stdout)
+    second = json.loads(start(tmp_path, SHOW, DJANGO_SECRET_KEY=secrets.token_urlsafe(64)).stdout)
+    key_file = tmp_path / "data" / "signing_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    # Its own key: not the secret key, and not changed by another DJANGO_SECRET_KEY.
+    assert first["SIGNING_KEY"] == second["SIGNING_KEY"] != first["SECRET_KEY"]
+    assert hashlib.sha256(key_file.read_text().strip().encode()).hexdigest() == first[
+        "SIGNING_KEY"]
+    given = secrets.token_urlsafe(64)
+    shown = json.loads(start(tmp_path, SHOW, GEDWEB_SIGNING_KEY=given).stdout)
+    assert shown["SIGNING_KEY"] == hashlib.sha256(given.encode()).hexdigest()
 
 
 def test_django_secret_key_wins_over_the_installation_key(tmp_path):
@@ -277,7 +316,7 @@ def test_an_unusable_key_file_stops_the_start_naming_it(tmp_path):
     (tmp_path / "data").mkdir(mode=0o700)
     (tmp_path / "data" / "secret_key").write_text("short\n")
     completed = start(tmp_path, SHOW)
-    assert_refused(completed, "secret_key", "usable secret key")
+    assert_refused(completed, "secret_key", "usable key", "DJANGO_SECRET_KEY_FALLBACKS")
 
 
 def test_a_world_writable_data_directory_is_refused(tmp_path):

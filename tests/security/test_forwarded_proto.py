@@ -23,6 +23,7 @@ PATH = "/v1/projects"
 
 def production(**extra: str) -> dict[str, str]:
     return {"GEDWEB_PRODUCTION": "true", "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+            "GEDWEB_SIGNING_KEY": secrets.token_urlsafe(64),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1", **extra}
 
 

@@ -453,31 +453,64 @@ def test_a_checkpoint_copied_from_another_project_fails_its_hmac(chained, beta):
         ("forged_checkpoint", 2)]
 
 
+NEW_KEY = "a-new-signing-key-" + "x" * 50
+
+
 def test_checkpoints_survive_a_key_rotation_through_the_fallbacks(chained, settings):
-    old = settings.SECRET_KEY
+    old = settings.SIGNING_KEY
     old_id = checkpoints.key_id(old)
-    settings.SECRET_KEY = "a-new-key-" + "x" * 50
+    settings.SIGNING_KEY = NEW_KEY
     report = verify(chained.project)
     assert kinds(report) == {"forged_checkpoint"}
     # Each one names the key it lacks, in the table and in the file.
-    assert all(f"signed with key {old_id}" in p.message and "DJANGO_SECRET_KEY_FALLBACKS"
+    assert all(f"signed with key {old_id}" in p.message and "GEDWEB_SIGNING_KEY_FALLBACKS"
                in p.message for p in report.problems)
-    settings.SECRET_KEY_FALLBACKS = [old]
+    settings.SIGNING_KEY_FALLBACKS = [old]
     assert verify(chained.project).ok is True
     # New checkpoints are signed with the new key and name it; the old ones still verify.
     _append(chained.project, 6)
     taken = services.chain_checkpoint_take(project=chained.project)
-    assert taken is not None and taken.key_id == checkpoints.key_id(settings.SECRET_KEY) != old_id
+    assert taken is not None and taken.key_id == checkpoints.key_id(NEW_KEY) != old_id
     assert verify(chained.project).ok is True
-    settings.SECRET_KEY_FALLBACKS = []
+    settings.SIGNING_KEY_FALLBACKS = []
     assert {p.seq for p in verify(chained.project).problems} == set(SAMPLE)
+
+
+def test_checkpoints_are_signed_with_the_signing_key_not_the_secret_key(chained, settings):
+    rows = ChainCheckpoint.objects.filter(project_id="alpha")
+    assert {r.key_id for r in rows} == {checkpoints.key_id(settings.SIGNING_KEY)}
+    assert checkpoints.key_id(settings.SIGNING_KEY) != checkpoints.key_id(settings.SECRET_KEY)
+
+
+def test_rotating_the_secret_key_leaves_every_checkpoint_verifiable(chained, settings):
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "a-new-secret-key-" + "y" * 50, []
+    assert verify(chained.project).ok is True
+
+
+def test_checkpoints_signed_with_the_secret_key_before_still_verify(chained, settings,
+                                                                    memory_root):
+    """Taken before GedWeb had a signing key of its own: keyed from SECRET_KEY."""
+    original = settings.SIGNING_KEY
+    settings.SIGNING_KEY = settings.SECRET_KEY
+    _append(chained.project, 6)
+    legacy = services.chain_checkpoint_take(project=chained.project)
+    assert legacy is not None and legacy.key_id == checkpoints.key_id(settings.SECRET_KEY)
+    settings.SIGNING_KEY = NEW_KEY
+    assert verify(chained.project).ok is False  # the first ones were signed with the old key
+    settings.SIGNING_KEY_FALLBACKS = [original]
+    assert verify(chained.project).ok is True
+    # With SECRET_KEY rotated away too, the legacy one names the key it lacks.
+    settings.SECRET_KEY = "a-new-secret-key-" + "y" * 50
+    problems = verify(chained.project).problems
+    assert {p.seq for p in problems} == {legacy.seq}
+    assert all(f"signed with key {legacy.key_id}" in p.message for p in problems)
 
 
 def test_a_key_id_swapped_for_the_current_key_still_fails_the_hmac(chained, settings,
                                                                    memory_root):
     # The key id only picks the key: naming the current key for an old line
     # does not make a line forged under it count.
-    settings.SECRET_KEY, old = "a-new-key-" + "x" * 50, settings.SECRET_KEY
+    settings.SIGNING_KEY, old = NEW_KEY, settings.SIGNING_KEY
     path = checkpoint_file(memory_root)
     text = path.read_text().replace(checkpoints.key_id(old), checkpoints.key_id())
     path.write_text(text)
@@ -496,10 +529,9 @@ def test_v1_lines_and_rows_without_a_key_id_still_verify(chained, memory_root, s
           for r in ChainCheckpoint.objects.filter(project_id="alpha").order_by("seq")]
     path.write_text("".join(v1))
     assert verify(chained.project).ok is True
-    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "a-new-key-" + "x" * 50, [
-        settings.SECRET_KEY]
+    settings.SIGNING_KEY, settings.SIGNING_KEY_FALLBACKS = NEW_KEY, [settings.SIGNING_KEY]
     assert verify(chained.project).ok is True
-    settings.SECRET_KEY_FALLBACKS = []
+    settings.SIGNING_KEY_FALLBACKS = []
     report = verify(chained.project)
     assert kinds(report) == {"forged_checkpoint"}
     assert all("fails its HMAC" in p.message for p in report.problems)
@@ -847,8 +879,12 @@ def test_no_code_outside_migrations_and_tests_disables_triggers():
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if BYPASS.search(line):
                 found.append(f"{relative}:{number}: {line.strip()}")
-    # The only hits: the migration helpers that undo make_append_only on reversal.
+    # The only hits: the migration helpers that undo make_append_only on
+    # reversal, and doctor reading (never setting) the replication role.
     allowed = re.compile(r"^gedweb/append_only\.py:\d+: (def \w+_backward\(|f\"DROP TRIGGER "
                          r"IF EXISTS \{table\}|return \[f\"DROP TRIGGER IF EXISTS|"
-                         r"_run\(\{\"sqlite\": sqlite_backward)")
+                         r"_run\(\{\"sqlite\": sqlite_backward)|"
+                         r"^governance/doctor\.py:\d+: (cursor\.execute\(\"SHOW "
+                         r"session_replication_role\"\)|problems\.append\(f\"session_replication"
+                         r"_role is )")
     assert [hit for hit in found if not allowed.match(hit)] == []
