@@ -668,7 +668,10 @@ class Target:
 
     def context(self, index: int) -> None:
         path = f"/v1/projects/{self.project}/context"
-        status, payload, elapsed = self.client.request("GET", path, headers=self.auth)
+        # The bundle's own form, as an agent asks for it: text/plain (an
+        # Accept of JSON alone is 406, since ?format= chooses the form).
+        status, payload, elapsed = self.client.request(
+            "GET", path, headers={**self.auth, "Accept": "text/plain"})
         if status != 200 or not payload:
             raise BenchError(f"GET {path} -> {status}: {payload[:300]!r}")
         self.record("context", elapsed)
