@@ -145,6 +145,9 @@ def demo_project_ensure() -> Project:
                 revoked_at=timezone.now()
             )
             _token_create(project=project, name=DEMO_TOKEN_NAME, raw=DEMO_TOKEN)
+        # As for any new project: its four quotas are in the admin before its
+        # first write (post_migrate runs after memory 0010's backfill).
+        quotas.quota_rows_create(project)
     return project
 
 

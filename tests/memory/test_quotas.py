@@ -277,6 +277,15 @@ def test_a_new_project_has_its_four_quotas_at_zero(alpha):
     ]
 
 
+def test_the_demo_project_has_its_four_quotas_too(db):
+    project = services.demo_project_ensure()
+    services.demo_project_ensure()  # every start runs it: still one row per kind
+    rows = ProjectQuota.objects.filter(project=project).order_by("kind")
+    assert [(row.kind, row.used_bytes) for row in rows] == [
+        ("documents", 0), ("entries", 0), ("skills", 0), ("work_files", 0),
+    ]
+
+
 # --- idempotent replays and candidates --------------------------------------------------------
 
 
