@@ -8,8 +8,15 @@ anywhere leaves the database as it was.
 
 Import only adds: a file whose content GedWeb already holds writes nothing,
 a changed file becomes a new version or revision, and nothing is rewritten.
-Decisions and records come in with ``author``/``decided_by`` naming
-ged_import and the checkout.
+Records come in with ``author`` naming ged_import and the checkout.
+
+The checkout's own standards decisions are never trusted by default: whoever
+can write the checkout could approve its own AGENTS.md. Each standards file
+IMPORT-STATE.json decides arrives as a pending StandardsImport with its
+bytes, for an operator to decide. ``trust`` names the paths whose checkout
+decision an operator vouches for; each is refused unless the file in the
+checkout hashes to a sha256 IMPORT-STATE.json accepted or rejected, and the
+decision records ``ged_import:trusted-by:<name>`` (``trusted_by_label``).
 
 A checkout may be hostile (docs/interop.md, "Hostile files"): every file is
 read up to MAX_FILE_BYTES, all of them together up to MAX_TOTAL_BYTES, and
@@ -20,11 +27,12 @@ included; past a limit the import stops naming the file or directory.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -40,9 +48,9 @@ from gedweb.lib import skills as skill_rules
 from gedweb.lib.standards import sha256_text
 from governance import services
 from governance.gedpi_export import render_tree
-from governance.models import STANDARDS_PATHS, TaskArtifact
+from governance.models import STANDARDS_PATHS, StandardsImport, TaskArtifact
 from governance.skills import skill_import
-from governance.standards import standards_decision_import
+from governance.standards import standards_decision_import, standards_import_submit
 from memory import quotas
 from memory.documents import (
     DOCUMENT_ID_RE,
@@ -142,6 +150,11 @@ class Checkout:
     skills: list[SkillEntry] = field(default_factory=list)
     work: list[WorkEntry] = field(default_factory=list)
     handoffs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Per standards path: the (status, sha256) of every hash-bound accepted or
+    # rejected IMPORT-STATE.json entry, those whose bytes are gone included,
+    # and the sha256 of the file's raw bytes in the checkout (None: absent).
+    decisions: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    source_hashes: dict[str, str | None] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     # Every supported file read, for the byte round-trip report.
     supported: dict[str, bytes] = field(default_factory=dict)
@@ -402,8 +415,14 @@ def _read_standards(reader: _Reader, checkout: Checkout) -> None:
                 continue
             if not isinstance(sha256, str) or not _HEX64.fullmatch(sha256):
                 raise _refuse(rel, f"{where} hash must be 64 lowercase hex")
+            if status != StandardsImport.PENDING:
+                checkout.decisions.setdefault(path, []).append((status, sha256))
             if path not in sources:
                 sources[path] = reader.text(path)
+                raw = reader.data(path)
+                checkout.source_hashes[path] = (
+                    None if raw is None else hashlib.sha256(raw).hexdigest()
+                )
             current = sources[path]
             if current is not None and sha256_text(current) == sha256:
                 content: str | None = current
@@ -654,6 +673,11 @@ class ImportResult:
     created: dict[str, int] = field(default_factory=dict)
     unchanged: dict[str, int] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    # One line per IMPORT-STATE.json entry imported: where its bytes stand now.
+    standards: list[str] = field(default_factory=list)
+    # The checkout decisions accepted on an operator's word (--trust-decisions).
+    trusted: list[dict[str, str]] = field(default_factory=list)
+    trusted_by: str | None = None
     # Supported files whose bytes ged_export would not give back (see docs/interop.md).
     not_reproducible: list[str] = field(default_factory=list)
 
@@ -663,7 +687,9 @@ class ImportResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"root": self.root, "created": self.created, "unchanged": self.unchanged,
-                "skipped": self.skipped, "not_reproducible": self.not_reproducible}
+                "skipped": self.skipped, "standards": self.standards,
+                "trusted": self.trusted, "trusted_by": self.trusted_by,
+                "not_reproducible": self.not_reproducible}
 
 
 def _named(rel: str, call: Callable[[], T]) -> T:
@@ -681,8 +707,110 @@ def _named(rel: str, call: Callable[[], T]) -> T:
 
 
 def import_label(root: Path) -> str:
-    """author / decided_by of everything ged_import writes: ged_import and the checkout."""
+    """author of everything ged_import writes: ged_import and the checkout."""
     return f"ged_import:{root.name or root}"[:64]
+
+
+# --- trusting the checkout's standards decisions ---------------------------------------------
+
+TRUSTED_BY_PREFIX = "ged_import:trusted-by:"
+# No ':' (so the name cannot read as another prefix), no spaces or '|' (so it
+# reads as one word in the mirror and the admin), and short enough that the
+# label fits StandardsDecision.decided_by (64) whole.
+TRUSTED_BY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,41}")
+_IMPORT_STATE = ".ged/IMPORT-STATE.json"
+
+
+def trusted_by_label(name: str) -> str:
+    """decided_by of a checkout decision an operator trusted: ``ged_import:trusted-by:<name>``.
+
+    Token names cannot contain ':' and the admin's decisions read ``admin`` or
+    ``user:<username>``, so this label cannot pass for another author.
+    """
+    if TRUSTED_BY_NAME_RE.fullmatch(name) is None:
+        raise ValidationError(
+            f"{name!r} cannot name who trusts the checkout: use 1-42 letters, digits or "
+            ". _ @ + - (no ':' or spaces), starting with a letter or digit"
+        )
+    return TRUSTED_BY_PREFIX + name
+
+
+def _trust_refused(path: str, message: str) -> CheckoutRefused:
+    return CheckoutRefused(f"--trust-decisions {path}: {message}; nothing was imported")
+
+
+def _trusted_entry(checkout: Checkout, path: str) -> StandardsEntry:
+    """The checkout decision on path's current bytes, or a refusal saying why there is none."""
+    if path not in STANDARDS_PATHS:
+        raise _trust_refused(path, "not a repository-wide standards file ("
+                             + ", ".join(STANDARDS_PATHS) + ")")
+    decided = checkout.decisions.get(path, [])
+    if not decided:
+        raise _trust_refused(path, f"{_IMPORT_STATE} has no accepted or rejected entry "
+                                   f"bound to a hash for {path}")
+    recorded = ", ".join(f"{status} {sha256}" for status, sha256 in decided)
+    current = checkout.source_hashes.get(path)
+    if current is None:
+        raise _trust_refused(path, f"{path} is not in the checkout, so its bytes match no "
+                                   f"sha256 {_IMPORT_STATE} recorded ({recorded})")
+    statuses = {status for status, sha256 in decided if sha256 == current}
+    if not statuses:
+        raise _trust_refused(path, f"{path} in the checkout has sha256 {current}, not the "
+                                   f"sha256 {_IMPORT_STATE} recorded ({recorded})")
+    if len(statuses) > 1:
+        raise _trust_refused(path, f"{_IMPORT_STATE} both accepts and rejects sha256 {current}")
+    (status,) = statuses
+    for entry in checkout.standards:
+        if (entry.path, entry.sha256, entry.status) == (path, current, status):
+            return entry
+    raise AssertionError(f"{path}: the checkout's bytes were read but not kept")
+
+
+def trusted_entries(checkout: Checkout, paths: Iterable[str]) -> list[StandardsEntry]:
+    """The entries --trust-decisions accepts, in IMPORT-STATE.json order; no database access."""
+    chosen = {id(entry) for entry in (_trusted_entry(checkout, path) for path in paths)}
+    return [entry for entry in checkout.standards if id(entry) in chosen]
+
+
+def _refuse_contradictions(project: Project, entries: list[StandardsEntry]) -> None:
+    """Refuse, before anything is listed or written, a trusted decision GedWeb contradicts."""
+    for entry in entries:
+        row = (StandardsImport.objects.for_project(project).select_related("decision")
+               .filter(path=entry.path, sha256=entry.sha256).first())
+        decision = row.current_decision if row is not None else None
+        if decision is not None and decision.status != entry.status:
+            raise CheckoutRefused(
+                f"{_IMPORT_STATE}: {entry.path} {entry.sha256} is {entry.status} in the "
+                f"checkout but was already {decision.status} by {decision.decided_by}"
+            )
+
+
+_UNTRUSTED = {"accepted": "acceptance", "rejected": "rejection"}
+
+
+def _import_standard(project: Project, entry: StandardsEntry, author: str,
+                     trusted_by: str | None) -> tuple[bool, str]:
+    """Write one IMPORT-STATE.json entry; returns (changed, its summary line)."""
+    where = f"{entry.path} {entry.sha256[:12]}"
+    if trusted_by is not None:
+        outcome = _named(_IMPORT_STATE, lambda: standards_decision_import(
+            project=project, path=entry.path, content=entry.content, status=entry.status,
+            author=author, decided_by=trusted_by,
+        ))
+        if outcome != "unchanged":
+            return True, f"{where}: {entry.status}, trusted by {trusted_by}"
+    row, created = _named(_IMPORT_STATE, lambda: standards_import_submit(
+        project=project, path=entry.path, content=entry.content, author=author,
+    ))
+    decision = row.current_decision
+    if decision is not None:
+        return created, f"{where}: {decision.status} by {decision.decided_by}"
+    if entry.status == StandardsImport.PENDING:
+        return created, f"{where}: pending review (pending in the checkout too)"
+    return created, (
+        f"{where}: pending review (the checkout's own {_UNTRUSTED[entry.status]} is not "
+        "trusted; decide in the admin or with --trust-decisions)"
+    )
 
 
 def _put_document(project: Project, path: str, rel: str, text: str, author: str,
@@ -697,12 +825,37 @@ def _put_document(project: Project, path: str, rel: str, text: str, author: str,
     return result.changed
 
 
-def import_checkout(*, project: Project, root: Path) -> ImportResult:
-    """Validate the whole checkout, then write it in one transaction (or nothing)."""
+def import_checkout(
+    *,
+    project: Project,
+    root: Path,
+    trust: Iterable[str] = (),
+    trusted_by: str | None = None,
+    announce: Callable[[list[dict[str, str]], str], None] | None = None,
+) -> ImportResult:
+    """Validate the whole checkout, then write it in one transaction (or nothing).
+
+    ``trust``: the standards paths whose checkout decision is accepted as
+    ``trusted_by`` (a ``trusted_by_label``); every other decision arrives
+    pending. ``announce(trusted, trusted_by)`` is called with what will be
+    trusted once every check has passed and before anything is written.
+    """
+    paths = list(dict.fromkeys(trust))
+    if paths and (trusted_by is None or not trusted_by.startswith(TRUSTED_BY_PREFIX)):
+        raise ValueError("trusting checkout decisions needs a trusted_by_label()")
     checkout = read_checkout(root)
     author = import_label(checkout.root)
     reason = f"ged_import of {checkout.root}"[:1000]
     result = ImportResult(str(checkout.root), skipped=list(checkout.skipped))
+    trusted = trusted_entries(checkout, paths)
+    _refuse_contradictions(project, trusted)
+    if trusted:
+        result.trusted_by = trusted_by
+        result.trusted = [{"path": e.path, "decision": e.status, "sha256": e.sha256}
+                          for e in trusted]
+        if announce is not None:
+            announce(result.trusted, str(trusted_by))
+    trusted_ids = {id(entry) for entry in trusted}
     # The quota charges of the whole checkout are taken at the end, once per
     # kind (memory.quotas.deferred): after every work item lock, as single
     # writes take them, and over quota the whole import is refused.
@@ -711,11 +864,11 @@ def import_checkout(*, project: Project, root: Path) -> ImportResult:
         for path, (rel, text) in checkout.documents.items():
             result.count("documents", _put_document(project, path, rel, text, author, reason))
         for entry in checkout.standards:
-            outcome = _named(".ged/IMPORT-STATE.json", lambda e=entry: standards_decision_import(
-                project=project, path=e.path, content=e.content, status=e.status,
-                author=author, decided_by=author,
-            ))
-            result.count("standards", outcome != "unchanged")
+            changed, line = _import_standard(
+                project, entry, author, trusted_by if id(entry) in trusted_ids else None
+            )
+            result.count("standards", changed)
+            result.standards.append(line)
         for skill in checkout.skills:
             outcome = _named(f".agents/skills/{skill.name}/SKILL.md", lambda s=skill: skill_import(
                 project=project, name=s.name, content=s.content, record=s.record,

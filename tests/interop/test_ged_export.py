@@ -28,7 +28,7 @@ from tests.interop.gedpi_trees import (
     snapshot,
     write_tree,
 )
-from tests.interop.test_ged_import import database
+from tests.interop.test_ged_import import database, take_the_checkouts_decisions
 from tests.subprocesses import manage
 
 
@@ -54,6 +54,8 @@ def refused(*args: str) -> str:
 def source(tmp_path: Path, alpha: Any) -> Path:
     root = write_tree(tmp_path / "src", migrated_checkout())
     command("ged_import", str(root), "--project", "alpha")
+    # ged_import leaves the checkout's decisions pending; an operator takes them.
+    take_the_checkouts_decisions(alpha.project, root)
     return root
 
 
@@ -90,9 +92,11 @@ def test_another_project_gets_the_exported_tree_but_no_decision_on_absent_bytes(
     # and pending versions' bytes are not in the exported tree: reported, not invented.
     assert [line.split(" ", 2)[1] for line in result["skipped"]
             if line.startswith(".ged/IMPORT-STATE.json")] == ["rejected[0]", "pending[0]"]
+    # The accepted bytes (from STANDARDS.md) arrive pending, for beta's operator to decide.
     assert list(beta.project.standards_imports.values_list("path", "decision__status")) == [
-        ("AGENTS.md", "accepted")
+        ("AGENTS.md", None)
     ]
+    take_the_checkouts_decisions(beta.project, first)
     export(second, "beta")
     assert sorted(snapshot(second)) == sorted(snapshot(first))
     differing = [rel for rel, data in snapshot(second).items() if snapshot(first)[rel] != data]

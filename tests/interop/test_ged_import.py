@@ -26,6 +26,7 @@ from governance.models import (
     EvidenceRecord,
     GovernanceRevision,
     Skill,
+    StandardsDecision,
     StandardsImport,
     TaskArtifact,
     WorkFile,
@@ -87,6 +88,27 @@ def file_json(tree: Path, rel: str) -> Any:
     return json.loads((tree / rel).read_text())
 
 
+# The two standards files whose bytes ged_export gives back only once an operator
+# has decided what the checkout's IMPORT-STATE.json decided (ged_import trusts none).
+UNDECIDED = [".ged/IMPORT-STATE.json", ".ged/STANDARDS.md"]
+
+
+def take_the_checkouts_decisions(project: Any, tree: Path, by: str = "user:vera") -> None:
+    """An operator reviews the pending imports and decides as the checkout's IMPORT-STATE did.
+
+    Entries whose bytes were not imported (reported under ``skipped``) have nothing to decide.
+    """
+    state = file_json(tree, ".ged/IMPORT-STATE.json")
+    for status in ("accepted", "rejected"):
+        for item in state[status]:
+            row = StandardsImport.objects.filter(project=project, path=item["path"],
+                                                 sha256=item["hash"]).first()
+            if row is None:
+                continue
+            decide = row.accept if status == "accepted" else row.reject
+            decide(by=by, sha256=row.sha256)
+
+
 def governance_path(work_id: str) -> str:
     return f".ged/runtime/{work_id}/governance.json"
 
@@ -115,7 +137,9 @@ def test_it_imports_durable_documents_at_their_gedweb_paths(alpha, tree, importe
     assert "docs/adr/README.md: not <id>.md with a GedPi document id" in imported["skipped"]
 
 
-def test_standards_decisions_are_bound_to_the_bytes_gedpi_recorded(alpha, imported):
+def test_standards_imports_are_bound_to_the_bytes_gedpi_recorded_and_arrive_pending(
+    alpha, imported
+):
     rows = {(row.path, row.sha256): row for row in
             StandardsImport.objects.filter(project=alpha.project).select_related("decision")}
     accepted = rows[("AGENTS.md", sha(trees.AGENTS_ACCEPTED))]
@@ -123,16 +147,25 @@ def test_standards_decisions_are_bound_to_the_bytes_gedpi_recorded(alpha, import
     pending = rows[("AGENTS.md", sha(trees.AGENTS_NOW))]
     assert len(rows) == 3
     # The accepted bytes came out of STANDARDS.md: AGENTS.md has changed since.
-    assert accepted.content == trees.AGENTS_ACCEPTED and accepted.status == "accepted"
-    assert rejected.content == trees.CLAUDE_REJECTED and rejected.status == "rejected"
-    assert pending.content == trees.AGENTS_NOW and pending.status == "pending"
-    for row in (accepted, rejected):
-        assert row.decision.decided_by == "ged_import:src" and row.author == "ged_import:src"
+    assert accepted.content == trees.AGENTS_ACCEPTED
+    assert rejected.content == trees.CLAUDE_REJECTED
+    assert pending.content == trees.AGENTS_NOW
+    # The checkout's own decisions are not trusted (tests/interop/test_import_trust.py).
+    assert StandardsDecision.objects.count() == 0
+    assert {row.status for row in rows.values()} == {"pending"}
+    assert {row.author for row in rows.values()} == {"ged_import:src"}
     sources = {source["path"]: source["state"]
                for source in standards_state(alpha.project)["sources"]}
-    assert sources == {"AGENTS.md": "renewal-pending", "CLAUDE.md": "rejected"}
-    text, digest = standards_markdown(alpha.project)
-    assert "Use exact checks." in text and "Skip every check." not in text
+    assert sources == {"AGENTS.md": "pending", "CLAUDE.md": "pending"}
+    assert standards_markdown(alpha.project) is None
+    assert imported["standards"] == [
+        f"AGENTS.md {sha(trees.AGENTS_ACCEPTED)[:12]}: pending review (the checkout's own "
+        "acceptance is not trusted; decide in the admin or with --trust-decisions)",
+        f"CLAUDE.md {sha(trees.CLAUDE_REJECTED)[:12]}: pending review (the checkout's own "
+        "rejection is not trusted; decide in the admin or with --trust-decisions)",
+        f"AGENTS.md {sha(trees.AGENTS_NOW)[:12]}: pending review (pending in the checkout too)",
+    ]
+    assert imported["trusted"] == [] and imported["trusted_by"] is None
 
 
 def test_skills_keep_the_provenance_recorded_in_the_checkout(alpha, imported):
@@ -212,8 +245,12 @@ def test_the_legacy_checkpoint_import_stays_paused_and_unselectable(alpha, impor
                                     operation="continue", request_id="r")
 
 
-def test_a_tree_in_gedpi_format_reports_nothing_unreproducible(imported):
-    assert imported["not_reproducible"] == []
+def test_a_tree_in_gedpi_format_reports_nothing_unreproducible_once_decided(
+    alpha, tree, imported
+):
+    assert imported["not_reproducible"] == UNDECIDED
+    take_the_checkouts_decisions(alpha.project, tree)
+    assert run(str(tree), "--project", "alpha")["not_reproducible"] == []
 
 
 def test_an_accepted_version_whose_bytes_are_gone_is_reported_not_invented(alpha, tree):
@@ -226,7 +263,8 @@ def test_an_accepted_version_whose_bytes_are_gone_is_reported_not_invented(alpha
     state["standardsHash"] = sha(standards_md)
     write_tree(tree, {"GEMINI.md": gemini, ".ged/STANDARDS.md": standards_md,
                       ".ged/IMPORT-STATE.json": pretty(state)})
-    result = run(str(tree), "--project", "alpha")
+    result = run(str(tree), "--project", "alpha", "--trust-decisions", "GEMINI.md,CLAUDE.md",
+                 "--by", "vera")
     assert [line for line in result["skipped"] if line.startswith(".ged/IMPORT-STATE")] == [
         f".ged/IMPORT-STATE.json: accepted[0] AGENTS.md {sha(trees.AGENTS_ACCEPTED)[:12]}: its "
         "bytes are neither in AGENTS.md nor in .ged/STANDARDS.md"
@@ -238,7 +276,7 @@ def test_an_accepted_version_whose_bytes_are_gone_is_reported_not_invented(alpha
 def test_files_export_would_not_give_back_are_reported(alpha, tree):
     rel = f".ged/work/{DIRECT_ID}/META.json"
     (tree / rel).write_text(json.dumps(file_json(tree, rel), indent=4) + "\n")
-    assert run(str(tree), "--project", "alpha")["not_reproducible"] == [rel]
+    assert run(str(tree), "--project", "alpha")["not_reproducible"] == [*UNDECIDED, rel]
 
 
 # --- idempotency and changes --------------------------------------------------------------
@@ -326,13 +364,15 @@ def test_a_higher_revision_that_rewrites_evidence_is_refused(alpha, tree, import
     assert database() == before
 
 
-def test_a_standards_decision_contradicting_gedweb_is_refused(alpha, tree, imported):
+def test_a_trusted_standards_decision_contradicting_gedweb_is_refused(alpha, tree):
+    trust = ("--trust-decisions", "CLAUDE.md", "--by", "vera")
+    run(str(tree), "--project", "alpha", *trust)
     state = file_json(tree, ".ged/IMPORT-STATE.json")
     state["accepted"].append(state["rejected"].pop())
     (tree / ".ged/IMPORT-STATE.json").write_bytes(pretty(state))
     before = database()
-    message = refused(str(tree), "--project", "alpha")
-    assert "CLAUDE.md" in message and "already rejected" in message
+    message = refused(str(tree), "--project", "alpha", *trust)
+    assert "CLAUDE.md" in message and "already rejected by ged_import:trusted-by:vera" in message
     assert database() == before
 
 

@@ -1,12 +1,19 @@
-"""`manage.py ged_import PATH --project P`: ingest a migrated GedPi checkout (docs/interop.md)."""
+"""`manage.py ged_import PATH --project P`: ingest a migrated GedPi checkout (docs/interop.md).
+
+The checkout's own standards decisions arrive pending; `--trust-decisions
+PATH[,PATH...]` (repeatable) accepts the checkout's decision for exactly
+those files, recorded as `ged_import:trusted-by:<--by NAME or the OS user>`.
+"""
 
 from __future__ import annotations
 
+import getpass
+import os
 from typing import Any
 
-from django.core.management.base import CommandParser
+from django.core.management.base import CommandError, CommandParser
 
-from governance.gedpi_import import import_checkout
+from governance.gedpi_import import import_checkout, trusted_by_label
 from memory.management.commands._common import (
     GedWebCommand,
     get_project,
@@ -16,18 +23,73 @@ from memory.management.commands._common import (
 )
 
 
+def _os_user() -> str | None:
+    """The account running the command: the effective uid's name, not $USER."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError, OSError):
+        pass
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+def trusted_paths(values: list[str] | None) -> list[str]:
+    paths = [part.strip() for value in values or [] for part in value.split(",")]
+    if any(not path for path in paths):
+        raise CommandError("--trust-decisions: a path is empty; give PATH[,PATH...]")
+    return paths
+
+
 class Command(GedWebCommand):
     help = (
         "Import a migrated GedPi checkout (.ged/, CONTEXT.md, docs/adr/, standards, skills, "
         "work items) into a project, in one transaction; a second run of the same tree "
-        "changes nothing."
+        "changes nothing. The checkout's standards decisions arrive pending unless "
+        "--trust-decisions names the file."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", help="the checkout's root directory")
         parser.add_argument("--project", required=True)
+        parser.add_argument(
+            "--trust-decisions", action="append", metavar="PATH[,PATH...]",
+            help="accept the checkout's own IMPORT-STATE.json decision for these standards "
+                 "files (e.g. AGENTS.md,CLAUDE.md; repeatable); refused unless each file's "
+                 "bytes hash to the sha256 the checkout decided on",
+        )
+        parser.add_argument(
+            "--by", metavar="NAME",
+            help="who trusts the decisions (default: the OS user running the command); "
+                 "recorded as ged_import:trusted-by:NAME",
+        )
 
-    def handle(self, *args: Any, path: str, project: str, **options: Any) -> None:
+    def handle(self, *args: Any, path: str, project: str, trust_decisions: list[str] | None,
+               by: str | None, **options: Any) -> None:
+        paths = trusted_paths(trust_decisions)
+        trusted_by = None
+        if by is not None and not paths:
+            raise CommandError("--by names who trusts the checkout's decisions; "
+                               "it needs --trust-decisions")
+        if paths:
+            name = by if by is not None else _os_user()
+            if name is None:
+                raise CommandError("--trust-decisions: the OS user is unknown; give --by NAME")
+            trusted_by = run_service(lambda: trusted_by_label(name))
         target = get_project(project)
-        result = run_service(lambda: import_checkout(project=target, root=path_argument(path)))
+        root = path_argument(path)
+        result = run_service(lambda: import_checkout(
+            project=target, root=root, trust=paths, trusted_by=trusted_by,
+            announce=self._announce,
+        ))
         self.stdout.write(to_json(result.as_dict()))
+
+    def _announce(self, trusted: list[dict[str, str]], trusted_by: str) -> None:
+        # On stderr, so stdout stays one JSON object; written before the transaction.
+        self.stderr.write(f"ged_import: trusting the checkout's decisions as {trusted_by}:")
+        for item in trusted:
+            self.stderr.write(f"ged_import:   {item['path']}: {item['decision']}, "
+                              f"sha256 {item['sha256']}")
