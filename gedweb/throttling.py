@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext as _no_transaction
 
 from django.conf import settings
 from django.core.cache import caches
@@ -39,12 +40,13 @@ from gedweb.lib.rates import Rate
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
-# One statement on both engines (SQLite >= 3.35, PostgreSQL >= 9.5): the
-# count after this request, whoever else counted at the same moment.
+# One statement on both engines (SQLite >= 3.35, PostgreSQL >= 9.5) counts
+# every limit of a request: the counts after it, whoever else counted at the
+# same moment. One row of VALUES per limit, in key order.
 _UPSERT = (
-    "INSERT INTO gedweb_rate_counter (counter_key, hits, expires_at) VALUES (%s, 1, %s) "
+    "INSERT INTO gedweb_rate_counter (counter_key, hits, expires_at) VALUES {rows} "
     "ON CONFLICT (counter_key) DO UPDATE SET hits = gedweb_rate_counter.hits + 1 "
-    "RETURNING hits"
+    "RETURNING counter_key, hits"
 )
 _DELETE_EXPIRED = "DELETE FROM gedweb_rate_counter WHERE expires_at <= %s"
 
@@ -70,24 +72,40 @@ def _count_in_redis(key: str, window_end: int, now: int) -> int:
     return int(hits)
 
 
-def count_request(key: str, rate: Rate, now: float) -> tuple[int, int]:
-    """Count one request against ``key`` in the window holding ``now``.
-
-    Returns (hits in this window including this one, Unix time the window ends).
-    """
+def _window(key: str, rate: Rate, now: float) -> tuple[str, int, int]:
+    """(the key of the window holding ``now``, its index, the Unix time it ends)."""
     window = int(now) // rate.seconds
-    window_end = (window + 1) * rate.seconds
-    window_key = f"{key}:{rate.seconds}:{window}"
+    return f"{key}:{rate.seconds}:{window}", window, (window + 1) * rate.seconds
+
+
+def count_requests(limits: list[tuple[str, Rate]], now: float) -> list[tuple[int, int]]:
+    """Count one request against each (key, rate), in the window holding ``now``.
+
+    Returns, per limit in the order given, (hits in this window including
+    this one, Unix time the window ends).
+    """
+    windows = [_window(key, rate, now) for key, rate in limits]
     if settings.REDIS_URL:
-        return _count_in_redis(window_key, window_end, int(now)), window_end
-    # Through the writer queue on SQLite (gedweb/db/sqlite3), like every write.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_UPSERT, [window_key, window_end])
-        hits = int(cursor.fetchone()[0])
-        if _cleared_until.get(rate.seconds, 0) < window_end:
-            cursor.execute(_DELETE_EXPIRED, [window * rate.seconds])
-            _cleared_until[rate.seconds] = window_end
-    return hits, window_end
+        return [(_count_in_redis(key, end, int(now)), end) for key, _, end in windows]
+    ordered = sorted(windows)
+    rows = ", ".join(["(%s, 1, %s)"] * len(ordered))
+    params = [value for key, _, end in ordered for value in (key, end)]
+    # On SQLite through the writer queue (gedweb/db/sqlite3), like every
+    # write; on PostgreSQL one statement is its own transaction.
+    with transaction.atomic() if connection.vendor == "sqlite" else _no_transaction():
+        with connection.cursor() as cursor:
+            cursor.execute(_UPSERT.format(rows=rows), params)
+            hits = dict(cursor.fetchall())
+            for (_, rate), (_, window, end) in zip(limits, windows, strict=True):
+                if _cleared_until.get(rate.seconds, 0) < end:
+                    cursor.execute(_DELETE_EXPIRED, [window * rate.seconds])
+                    _cleared_until[rate.seconds] = end
+    return [(int(hits[key]), end) for key, _, end in windows]
+
+
+def count_request(key: str, rate: Rate, now: float) -> tuple[int, int]:
+    """count_requests() for one limit."""
+    return count_requests([(key, rate)], now)[0]
 
 
 class TokenRateThrottle(BaseThrottle):
@@ -106,11 +124,12 @@ class TokenRateThrottle(BaseThrottle):
         checks = [("requests", limits["requests"])]
         if request.method in WRITE_METHODS:
             checks.append(("writes", limits["writes"]))
+        active = [(scope, rate) for scope, rate in checks if rate is not None]
+        if not active:
+            return True
         now = time.time()
-        for scope, rate in checks:
-            if rate is None:
-                continue
-            hits, window_end = count_request(f"{scope}:{who}", rate, now)
+        counted = count_requests([(f"{scope}:{who}", rate) for scope, rate in active], now)
+        for (scope, rate), (hits, window_end) in zip(active, counted, strict=True):
             if hits > rate.requests:
                 wait = max(1, math.ceil(window_end - now))
                 raise RateLimited(wait, rate.describe(scope))
