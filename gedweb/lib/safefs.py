@@ -386,7 +386,12 @@ def walk_files(root: Path, rel_dir: str | PurePosixPath, *, recursive: bool = Tr
         current = stack.pop()
         for entry in os.scandir(Path(root) / current):
             rel = (current / entry.name).as_posix()
-            mode = entry.stat(follow_symlinks=False).st_mode
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                # Removed between the listing and its stat: a concurrent
+                # writer's temporary file, renamed or unlinked. Not there to read.
+                continue
             if stat.S_ISLNK(mode):
                 if skip_symlinks:
                     continue

@@ -92,3 +92,30 @@ def test_atomic_write_keeps_the_permission_bits_only_when_asked(tmp_path):
     assert (tmp_path / "CONTEXT.md").read_bytes() == b"two"
     safefs.atomic_write(tmp_path, "CONTEXT.md", b"three")
     assert (tmp_path / "CONTEXT.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_walk_files_skips_an_entry_removed_between_listing_and_stat(tmp_path, monkeypatch):
+    """A concurrent writer's temporary file can vanish while a walk lists it."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "kept.md").write_text("kept")
+    (tmp_path / "d" / ".gedweb-tmp-gone").write_text("gone")
+    real_scandir = os.scandir
+
+    class Vanishing:
+        def __init__(self, path):
+            self.listing = real_scandir(path)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.listing.close()
+
+        def __iter__(self):
+            for entry in self.listing:
+                if entry.name.startswith(".gedweb-tmp-"):
+                    os.unlink(entry.path)  # the writer renames it away now
+                yield entry
+
+    monkeypatch.setattr(safefs.os, "scandir", Vanishing)
+    assert list(safefs.walk_files(tmp_path, "d")) == ["d/kept.md"]
