@@ -30,6 +30,7 @@ TABLES = (
     "governance_standardsdecision",
     "governance_skill",
     "governance_contextdelivery",
+    "governance_ledgerrecord",
 )
 
 

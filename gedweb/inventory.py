@@ -182,6 +182,14 @@ ARTIFACTS: list[dict[str, Any]] = [
         "lifecycle": f"{_APPEND_ONLY}; at most one per import: who accepted or rejected, and when",
     },
     {
+        "artifact": "governance.LedgerRecord",
+        "storage": "database",
+        "producer": "every trust-bearing write, in its own transaction (ledger_append)",
+        "consumers": ["doctor (ledger)", "context bundle (approved instructions)"],
+        "authority": "machine-authority",
+        "lifecycle": f"{_APPEND_ONLY}; one per trust-bearing row, hash-linked and signed",
+    },
+    {
         "artifact": "governance.Skill",
         "storage": "database",
         "producer": "PUT /skills/{name}; skill_import (`ged_import`, record kept as found)",

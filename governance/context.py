@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from gedweb.lib import framing
 from gedweb.lib.substantive import is_substantive
-from governance import services
+from governance import ledger, services
 from governance.models import ContextDelivery, WorkItem
-from governance.standards import standards_markdown
+from governance.standards import render_served, served_imports
 from memory.documents import document_current
 from memory.models import DocumentRevision, MemoryEntry, Project
 
@@ -94,15 +94,29 @@ def _framed(title: str, trust: str, file: str, value: str | None, limit: int) ->
     return Section(title, trust, file, framing.frame(trust, file, value, limit))
 
 
+def _left_out(path: str) -> Section:
+    return Section(
+        f"{path} left out", None, None,
+        f"{path} left out: its approval is not on GedWeb's tamper-evident record "
+        "(doctor: ledger).",
+    )
+
+
 def _standards_sections(project: Project) -> list[Section]:
-    approved = standards_markdown(project)
+    served = served_imports(project)
+    # Only bytes whose import and decision rows match the trust ledger are
+    # labelled approved instructions; the rest are named and left out.
+    unverified = ledger.unverified_imports(served)
+    notes = [_left_out(row.path) for row in served if row.pk in unverified]
+    approved = render_served([row for row in served if row.pk not in unverified])
     if approved is None:
-        return []
+        return notes
     text, _ = approved
     sections = [
         Section("Approved Project Instructions", None, None, "## Approved Project Instructions"),
         _framed("STANDARDS.md", framing.APPROVED_INSTRUCTIONS, ".ged/STANDARDS.md", text,
                 STANDARDS_LIMIT),
+        *notes,
     ]
     if len(text.strip()) > STANDARDS_LIMIT:
         # GedPi cuts silently, possibly inside an approved frame (gap G-6);

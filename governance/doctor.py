@@ -25,6 +25,7 @@ from django.db.migrations.executor import MigrationExecutor
 from gedweb import append_only
 from gedweb.lib import governance as gov
 from gedweb.lib.standards import sha256_text
+from governance import ledger
 from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
 from memory import mirror
 from memory.models import MemoryEntry, Project
@@ -225,6 +226,13 @@ def check_standards(project: Project) -> Outcome:
     return Outcome("standards", problems, f"{_plural(len(rows), 'import')}, {accepted} accepted")
 
 
+def check_ledger(project: Project) -> Outcome:
+    """The trust ledger's links, and every covered row against its record (governance.ledger)."""
+    records, findings = ledger.ledger_verify(project)
+    return Outcome("ledger", [finding.message for finding in findings],
+                   f"{_plural(records, 'record')}, every standards import and decision on it")
+
+
 def check_skills(project: Project) -> Outcome:
     """A recorded content hash must match the content (a drifted skill is never served)."""
     current = list(Skill.objects.for_project(project).current().order_by("name"))
@@ -272,6 +280,7 @@ PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_mirror_files,
     check_governance,
     check_standards,
+    check_ledger,
     check_skills,
     check_token_names,
 )

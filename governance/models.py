@@ -366,18 +366,25 @@ class StandardsImport(AppendOnlyModel):
                 f"{self.path}: the import's sha256 is {self.sha256}, not {sha256}",
                 sha256=self.sha256,
             )
+        from governance import ledger
+
         existing = StandardsDecision.objects.filter(standards_import=self).first()
         if existing is None:
             try:
                 # UNIQUE(standards_import) lets exactly one of two racing
-                # deciders in; the loser lands below.
+                # deciders in; the loser lands below. The decision and its
+                # ledger record commit together, under the project lock.
                 with transaction.atomic():
+                    ledger.ledger_lock(self.project_id)
                     decision = StandardsDecision.objects.create(
                         standards_import=self,
                         status=status,
                         decided_by=by[:64],
                         decided_at=timezone.now(),
                     )
+                    ledger.ledger_append(project_id=self.project_id,
+                                         kind=LedgerRecord.Kind.STANDARDS_DECISION,
+                                         row=decision)
                 self.decision = decision
                 return decision
             except IntegrityError:
@@ -536,3 +543,47 @@ class ContextDelivery(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.project_id} context {self.sha256[:12]} to {self.author}"
+
+
+# --- the trust ledger -----------------------------------------------------------------
+
+
+class LedgerRecord(AppendOnlyModel):
+    """One trust-bearing write, linked into its project's ledger (governance/ledger.py).
+
+    ``digest`` is the row's digest (gedweb.lib.ledger.row_digest), ``hash``
+    links the record to the one before it, and ``mac`` is an HMAC of the
+    link under the installation's signing key (named by ``key_id``), so a
+    writer without the key can neither add a record nor re-chain the tail.
+    """
+
+    class Kind(models.TextChoices):
+        STANDARDS_IMPORT = "standards_import"
+        STANDARDS_DECISION = "standards_decision"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="ledger")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    row_id = models.BigIntegerField()
+    digest = models.CharField(max_length=64)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    mac = models.CharField(max_length=64)
+    key_id = models.CharField(max_length=16)
+
+    class Meta:
+        ordering = ["project_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "seq"],
+                                    name="governance_ledgerrecord_unique_seq"),
+            models.UniqueConstraint(fields=["kind", "row_id"],
+                                    name="governance_ledgerrecord_unique_row"),
+            models.CheckConstraint(
+                condition=Q(kind__in=["standards_import", "standards_decision"]),
+                name="governance_ledgerrecord_kind_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} ledger {self.seq}: {self.kind} {self.row_id}"

@@ -21,7 +21,8 @@ from django.utils import timezone
 
 from gedweb.exceptions import Conflict
 from gedweb.lib.standards import render_standards, sha256_text
-from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
+from governance import ledger
+from governance.models import STANDARDS_PATHS, LedgerRecord, StandardsDecision, StandardsImport
 from memory import quotas
 from memory.models import Project, format_timestamp
 
@@ -83,8 +84,8 @@ def standards_import_submit(
         return existing, False
     try:
         with transaction.atomic():
-            quotas.quota_charge(project=project, kind="documents",
-                                size_bytes=quotas.text_bytes(content))
+            # Lock order: the project lock, the row and its ledger record, the quota last.
+            ledger.ledger_lock(project.pk)
             row = StandardsImport.objects.create(
                 project=project,
                 path=path,
@@ -93,6 +94,10 @@ def standards_import_submit(
                 author=author,
                 created_at=timezone.now(),
             )
+            ledger.ledger_append(project_id=project.pk,
+                                 kind=LedgerRecord.Kind.STANDARDS_IMPORT, row=row)
+            quotas.quota_charge(project=project, kind="documents",
+                                size_bytes=quotas.text_bytes(content))
     except IntegrityError:
         # A concurrent submission of the same bytes won; theirs is ours.
         return lookup.get(), False

@@ -142,11 +142,16 @@ def _message(project_id: str, seq: int, head_hash: str, created_at: str) -> str:
 
 
 def checkpoint_mac(
-    project_id: str, seq: int, head_hash: str, created_at: str, secret: str | None = None
+    project_id: str, seq: int, head_hash: str, created_at: str, secret: str | None = None,
+    *, salt: str = _MAC_SALT,
 ) -> str:
-    """The HMAC of a checkpoint under ``secret``, by default the current signing key."""
+    """The HMAC of a checkpoint under ``secret``, by default the current signing key.
+
+    ``salt`` separates what is signed: the trust ledger signs its records
+    with the same keys under a salt of its own (governance/ledger.py).
+    """
     return salted_hmac(
-        _MAC_SALT, _message(project_id, seq, head_hash, created_at),
+        salt, _message(project_id, seq, head_hash, created_at),
         secret=secret if secret is not None else settings.SIGNING_KEY, algorithm="sha256",
     ).hexdigest()
 
@@ -168,7 +173,7 @@ def _known_secrets() -> list[str]:
             settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
 
 
-def authentic(project_id: str, checkpoint: Checkpoint) -> bool:
+def authentic(project_id: str, checkpoint: Checkpoint, *, salt: str = _MAC_SALT) -> bool:
     """True when the HMAC matches under the key it names (a signing key, or a secret key).
 
     A checkpoint without a key id is tried under every known key.
@@ -177,14 +182,15 @@ def authentic(project_id: str, checkpoint: Checkpoint) -> bool:
         if checkpoint.key_id and key_id(secret) != checkpoint.key_id:
             continue
         expected = checkpoint_mac(
-            project_id, checkpoint.seq, checkpoint.hash, checkpoint.created_at, secret
+            project_id, checkpoint.seq, checkpoint.hash, checkpoint.created_at, secret,
+            salt=salt,
         )
         if constant_time_compare(expected, checkpoint.mac):
             return True
     return False
 
 
-def _why_not_authentic(checkpoint: Checkpoint) -> str:
+def why_not_authentic(checkpoint: Checkpoint) -> str:
     if checkpoint.key_id and checkpoint.key_id not in {key_id(s) for s in _known_secrets()}:
         return (f"is signed with key {checkpoint.key_id}, which is neither GEDWEB_SIGNING_KEY "
                 "nor one of GEDWEB_SIGNING_KEY_FALLBACKS (after a key rotation, keep the old key "
@@ -381,7 +387,7 @@ def _recorded(project_id: str) -> tuple[list[Checkpoint], list[Problem]]:
         else:
             problems.append(Problem(
                 "forged_checkpoint", checkpoint.seq,
-                f"the checkpoint row at seq {checkpoint.seq} {_why_not_authentic(checkpoint)}",
+                f"the checkpoint row at seq {checkpoint.seq} {why_not_authentic(checkpoint)}",
             ))
     in_database = set(database)
     from_file: list[Checkpoint] = []
@@ -397,7 +403,7 @@ def _recorded(project_id: str) -> tuple[list[Checkpoint], list[Problem]]:
             problems.append(Problem(
                 "forged_checkpoint", parsed.seq,
                 f"{CHECKPOINTS_NAME} line {number} (seq {parsed.seq}) "
-                f"{_why_not_authentic(parsed)}",
+                f"{why_not_authentic(parsed)}",
             ))
         elif parsed not in in_database:
             from_file.append(parsed)

@@ -133,6 +133,7 @@ def purge_append_only_tables() -> None:
     governance_tables = (
         importlib.import_module("governance.migrations.0002_append_only").TABLES
         + importlib.import_module("governance.migrations.0004_append_only").TABLES
+        + importlib.import_module("governance.migrations.0006_ledgerrecord").TABLES
     )
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM governance_activework")

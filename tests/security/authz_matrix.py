@@ -125,6 +125,8 @@ def rw(*labels: str) -> frozenset[str]:
 
 # Every write that stores text also charges its project's quota (memory/quotas.py).
 QUOTA = "memory.ProjectQuota"
+# Every trust-bearing write appends its record to the project's ledger (governance/ledger.py).
+LEDGER = "governance.LedgerRecord"
 GOV_WRITES = rw(REVISION, "governance.EvidenceRecord", QUOTA)
 MW = "memory_write_forbidden"
 
@@ -220,17 +222,17 @@ API: list[Row] = [
     Row("GET", f"{P}/standards/imports", READ, "", "/v1/projects/{p}/standards/imports"),
     Row("POST", f"{P}/standards/imports", write(201), "offer a file for approval",
         "/v1/projects/{p}/standards/imports", "standards_import",
-        rw("governance.StandardsImport", QUOTA)),
+        rw("governance.StandardsImport", LEDGER, QUOTA)),
     Row("GET", f"{P}/standards/imports/<number:import_id>", READ, "",
         "/v1/projects/{p}/standards/imports/{pending_import}"),
     Row("POST", f"{P}/standards/imports/<number:import_id>/accept", DECIDE,
         "admin decides; 403 forbidden",
         "/v1/projects/{p}/standards/imports/{pending_import}/accept", "decide",
-        rw("governance.StandardsDecision")),
+        rw("governance.StandardsDecision", LEDGER)),
     Row("POST", f"{P}/standards/imports/<number:import_id>/reject", DECIDE,
         "admin decides; 403 forbidden",
         "/v1/projects/{p}/standards/imports/{pending_import}/reject", "decide",
-        rw("governance.StandardsDecision")),
+        rw("governance.StandardsDecision", LEDGER)),
     # --- skills ------------------------------------------------
     Row("GET", f"{P}/skills", READ, "", "/v1/projects/{p}/skills"),
     Row("GET", f"{P}/skills/match", READ, "", "/v1/projects/{p}/skills/match?text=flaky"),

@@ -43,7 +43,7 @@ def test_the_checked_tables_are_the_ones_the_migrations_made_append_only():
 def test_an_intact_database_passes(alpha):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 0
-    assert "ok   database: append-only triggers (12 tables refuse UPDATE and DELETE)" in lines
+    assert "ok   database: append-only triggers (13 tables refuse UPDATE and DELETE)" in lines
 
 
 # --- SQLite -----------------------------------------------------------------------------------

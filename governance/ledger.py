@@ -1,0 +1,258 @@
+"""The trust ledger: one tamper-evident record of every trust-bearing write per project.
+
+Each write of a trust-bearing row appends, in the same transaction, a
+governance.LedgerRecord naming the row (kind, row id) with the row's
+digest; records are hash-linked per project (gedweb/lib/ledger.py) and
+each carries an HMAC of its link under the installation's signing key
+(memory.checkpoints' keys and key ids, under a salt of its own). So:
+
+- a row changed behind GedWeb's back no longer matches its digest;
+- a row deleted leaves a record pointing at nothing;
+- a row inserted behind GedWeb's back (the application role may INSERT)
+  has no record, and a record inserted for it fails its HMAC;
+- an edited, deleted or re-chained record breaks the chain or its HMAC.
+
+Lock order: the project row lock first (memory.services._lock_project, the
+lock memory appends take), then the trust-bearing INSERT and its record,
+quota charges last. On SQLite the transaction already holds the only
+write lock.
+
+Covered: standards imports and standards decisions. Not yet: document
+revisions, governance revisions and evidence, skills, work files (a kind
+and a digest function each, in DIGESTS below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+
+from gedweb.lib.ledger import GENESIS_HASH, content_digest, record_hash, row_digest
+from governance.models import LedgerRecord, StandardsDecision, StandardsImport
+from memory import checkpoints
+from memory.models import Project, format_timestamp
+from memory.services import _lock_project
+
+MAC_SALT = "gedweb.governance.LedgerRecord.v1"
+Kind = LedgerRecord.Kind
+
+
+# --- digests, one function per kind ---------------------------------------------------
+# They read attributes only, so the migration that records the baseline
+# (governance/0006) runs them on its historical models.
+
+
+def standards_import_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "project_id": row.project_id,
+        "path": row.path,
+        "sha256": row.sha256,
+        "content_sha256": content_digest(row.content),
+        "author": row.author,
+        "created_at": format_timestamp(row.created_at),
+    }
+
+
+def standards_decision_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "standards_import_id": row.standards_import_id,
+        "status": row.status,
+        "decided_by": row.decided_by,
+        "decided_at": format_timestamp(row.decided_at),
+    }
+
+
+DIGESTS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    Kind.STANDARDS_IMPORT: standards_import_fields,
+    Kind.STANDARDS_DECISION: standards_decision_fields,
+}
+
+# The table each kind points into, and how its rows belong to a project.
+TABLES: dict[str, tuple[type[models.Model], str]] = {
+    Kind.STANDARDS_IMPORT: (StandardsImport, "project_id"),
+    Kind.STANDARDS_DECISION: (StandardsDecision, "standards_import__project_id"),
+}
+
+
+def digest(kind: str, row: Any) -> str:
+    return row_digest(kind, DIGESTS[kind](row))
+
+
+def table_name(kind: str) -> str:
+    return TABLES[kind][0]._meta.db_table
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def record_fields(project_id: str, seq: int, kind: str, row_id: int, row_digest_: str,
+                  created_at: str) -> dict[str, Any]:
+    return {"project_id": project_id, "seq": seq, "kind": kind, "row_id": row_id,
+            "digest": row_digest_, "created_at": created_at}
+
+
+def new_record(*, project_id: str, seq: int, prev_hash: str, kind: str, row: Any,
+               created_at: Any) -> dict[str, Any]:
+    """The column values of the record of ``row`` at ``seq`` (also used by the migration)."""
+    text = format_timestamp(created_at)
+    value = digest(kind, row)
+    link = record_hash(prev_hash, record_fields(project_id, seq, kind, row.id, value, text))
+    return {
+        "project_id": project_id, "seq": seq, "kind": kind, "row_id": row.id, "digest": value,
+        "prev_hash": prev_hash, "hash": link, "created_at": created_at,
+        "mac": checkpoints.checkpoint_mac(project_id, seq, link, text, salt=MAC_SALT),
+        "key_id": checkpoints.key_id(),
+    }
+
+
+def ledger_lock(project_id: str) -> None:
+    """Serialise ledger appends of a project: the row lock memory appends take."""
+    _lock_project(Project(pk=project_id))
+
+
+def ledger_append(*, project_id: str, kind: str, row: Any) -> LedgerRecord:
+    """Record ``row`` in its project's ledger.
+
+    The caller holds a transaction and the project lock (ledger_lock), and
+    has just inserted ``row`` in that transaction.
+    """
+    head = (LedgerRecord.objects.filter(project_id=project_id).order_by("-seq")
+            .values_list("seq", "hash").first())
+    seq, prev_hash = (head[0] + 1, head[1]) if head is not None else (1, GENESIS_HASH)
+    return LedgerRecord.objects.create(**new_record(
+        project_id=project_id, seq=seq, prev_hash=prev_hash, kind=kind, row=row,
+        created_at=timezone.now(),
+    ))
+
+
+# --- verification ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    table: str
+    row_id: int | None
+    message: str
+
+
+def _authentic(record: LedgerRecord) -> bool:
+    signed = checkpoints.Checkpoint(record.seq, record.hash, format_timestamp(record.created_at),
+                                    record.mac, record.key_id)
+    return checkpoints.authentic(record.project_id, signed, salt=MAC_SALT)
+
+
+def _why_not_authentic(record: LedgerRecord) -> str:
+    signed = checkpoints.Checkpoint(record.seq, record.hash, format_timestamp(record.created_at),
+                                    record.mac, record.key_id)
+    return checkpoints.why_not_authentic(signed)
+
+
+def _link_problem(record: LedgerRecord, seq: int, prev_hash: str) -> str | None:
+    if record.seq != seq:
+        return (f"seq {seq} is missing: the record after seq {seq - 1} has seq {record.seq} "
+                "(deleted or renumbered)")
+    if record.prev_hash != prev_hash:
+        return f"the prev_hash of seq {seq} is not the hash of the record before it"
+    fields = record_fields(record.project_id, record.seq, record.kind, record.row_id,
+                           record.digest, format_timestamp(record.created_at))
+    if record.hash != record_hash(record.prev_hash, fields):
+        return f"the record at seq {seq} no longer matches its hash (edited)"
+    if not _authentic(record):
+        return f"the record at seq {seq} {_why_not_authentic(record)}"
+    return None
+
+
+def _chain_findings(records: Iterable[LedgerRecord]) -> Iterator[Finding]:
+    table = LedgerRecord._meta.db_table
+    seq, prev_hash = 1, GENESIS_HASH
+    for record in records:
+        problem = _link_problem(record, seq, prev_hash)
+        if problem is not None:
+            yield Finding(table, record.pk, f"{table} row {record.pk}: {problem}")
+            seq = record.seq
+        seq += 1
+        prev_hash = record.hash
+
+
+def _row_problem(kind: str, row: Any, record: LedgerRecord | None) -> str | None:
+    table = table_name(kind)
+    if record is None:
+        return (f"{table} row {row.pk} has no ledger record: it was inserted without going "
+                "through GedWeb")
+    if record.digest != digest(kind, row):
+        return (f"{table} row {row.pk} no longer matches its ledger record (seq {record.seq}): "
+                "changed without going through GedWeb")
+    return None
+
+
+def ledger_verify(project: Project) -> tuple[int, list[Finding]]:
+    """Every link of the project's ledger and every covered row against its record.
+
+    Returns the number of records and one finding per problem, each naming
+    its table and row.
+    """
+    records = list(LedgerRecord.objects.filter(project=project).order_by("seq"))
+    findings = list(_chain_findings(records))
+    by_row = {(record.kind, record.row_id): record for record in records}
+    for kind, (model, owner) in TABLES.items():
+        seen: set[int] = set()
+        for row in model.objects.filter(**{owner: project.pk}).order_by("pk"):
+            seen.add(row.pk)
+            problem = _row_problem(kind, row, by_row.get((kind, row.pk)))
+            if problem is not None:
+                findings.append(Finding(table_name(kind), row.pk, problem))
+        for (record_kind, row_id), record in sorted(by_row.items(), key=lambda i: i[1].seq):
+            if record_kind == kind and row_id not in seen:
+                findings.append(Finding(
+                    table_name(kind), row_id,
+                    f"{table_name(kind)} row {row_id} is on the ledger (seq {record.seq}) but is "
+                    "gone: deleted without going through GedWeb",
+                ))
+    return len(records), findings
+
+
+def unverified_imports(rows: list[StandardsImport]) -> dict[int, str]:
+    """Import id -> why, for each of ``rows`` (with their decisions) whose import or
+    decision row does not match an authentic ledger record of its project.
+
+    One query: only these rows' records are read, not the whole chain.
+    """
+    def targets(row: StandardsImport) -> list[tuple[str, Any]]:
+        decision = row.current_decision
+        return [(Kind.STANDARDS_IMPORT, row),
+                *([(Kind.STANDARDS_DECISION, decision)] if decision is not None else [])]
+
+    wanted = [target for row in rows for target in targets(row)]
+    if not wanted:
+        return {}
+    query = models.Q()
+    for kind, target in wanted:
+        query |= models.Q(kind=kind, row_id=target.pk)
+    records = {(r.kind, r.row_id): r for r in LedgerRecord.objects.filter(query)}
+    reasons: dict[int, str] = {}
+    for row in rows:
+        for kind, target in targets(row):
+            record = records.get((kind, target.pk))
+            problem = _row_problem(kind, target, record)
+            if problem is None and record is not None and not _sound(record, row.project_id):
+                problem = (f"the ledger record (seq {record.seq}) of {table_name(kind)} row "
+                           f"{target.pk} is not authentic")
+            if problem is not None:
+                reasons.setdefault(row.pk, problem)
+                break
+    return reasons
+
+
+def _sound(record: LedgerRecord, project_id: str) -> bool:
+    """The record belongs to the project, matches its own hash and carries a valid HMAC."""
+    fields = record_fields(record.project_id, record.seq, record.kind, record.row_id,
+                           record.digest, format_timestamp(record.created_at))
+    return (record.project_id == project_id
+            and record.hash == record_hash(record.prev_hash, fields)
+            and _authentic(record))
