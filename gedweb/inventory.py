@@ -227,6 +227,23 @@ ARTIFACTS: list[dict[str, Any]] = [
         ),
     },
     {
+        "artifact": "<GEDWEB_MEMORY_ROOT>/<project>/LEDGER-CHECKPOINTS",
+        "storage": "file",
+        "producer": (
+            "governance.ledger_checkpoints.sync_file (after each ledger append commits, "
+            "`memory mirror --follow`, `doctor`, GET /ledger/verify)"
+        ),
+        "consumers": [
+            "governance.ledger_checkpoints.ledger_report (`doctor`, GET /ledger/verify)",
+            "operators keeping evidence off the database",
+        ],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "append-only: one HMAC-signed line per trust ledger record, fsynced under the "
+            "mirror lock, never rewritten; outlives deleted ledger records; not regenerable"
+        ),
+    },
+    {
         "artifact": "<GEDWEB_MEMORY_ROOT>/<project>/.MEMORY.md.lock",
         "storage": "file",
         "producer": "memory.mirror",

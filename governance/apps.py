@@ -21,3 +21,9 @@ class GovernanceConfig(AppConfig):
                 project=project, work_id=work_id
             ).exists()
         )
+
+        # The same one-way rule for the follower: `memory mirror --follow`
+        # keeps LEDGER-CHECKPOINTS current because it is registered here.
+        from governance import ledger_checkpoints
+
+        ledger_checkpoints.register_follower()

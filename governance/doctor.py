@@ -25,7 +25,7 @@ from django.db.migrations.executor import MigrationExecutor
 from gedweb import append_only
 from gedweb.lib import governance as gov
 from gedweb.lib.standards import sha256_text
-from governance import ledger
+from governance import ledger_checkpoints
 from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
 from memory import mirror
 from memory.models import MemoryEntry, Project
@@ -227,10 +227,12 @@ def check_standards(project: Project) -> Outcome:
 
 
 def check_ledger(project: Project) -> Outcome:
-    """The trust ledger's links, and every covered row against its record (governance.ledger)."""
-    records, findings = ledger.ledger_verify(project)
-    return Outcome("ledger", [finding.message for finding in findings],
-                   f"{_plural(records, 'record')}, every standards import and decision on it")
+    """The trust ledger's links, every covered row against its record (governance.ledger),
+    and the ledger against LEDGER-CHECKPOINTS, caught up first (governance.ledger_checkpoints)."""
+    report = ledger_checkpoints.ledger_report(project)
+    return Outcome("ledger", [problem["message"] for problem in report["problems"]],
+                   f"{_plural(report['records'], 'record')}, "
+                   "every standards import and decision on it")
 
 
 def check_skills(project: Project) -> Outcome:

@@ -125,10 +125,18 @@ def ledger_append(*, project_id: str, kind: str, row: Any) -> LedgerRecord:
     head = (LedgerRecord.objects.filter(project_id=project_id).order_by("-seq")
             .values_list("seq", "hash").first())
     seq, prev_hash = (head[0] + 1, head[1]) if head is not None else (1, GENESIS_HASH)
-    return LedgerRecord.objects.create(**new_record(
+    record = LedgerRecord.objects.create(**new_record(
         project_id=project_id, seq=seq, prev_hash=prev_hash, kind=kind, row=row,
         created_at=timezone.now(),
     ))
+    # Here, not at the top: ledger_checkpoints imports this module.
+    from django.db import transaction as _transaction
+
+    from governance import ledger_checkpoints
+
+    # The LEDGER-CHECKPOINTS line, once the record is committed (never raises).
+    _transaction.on_commit(lambda: ledger_checkpoints.after_commit(project_id))
+    return record
 
 
 # --- verification ----------------------------------------------------------------------

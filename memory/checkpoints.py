@@ -46,7 +46,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -202,14 +202,26 @@ def why_not_authentic(checkpoint: Checkpoint) -> str:
 # --- the file -----------------------------------------------------------------------------
 
 
-def file_path(project_id: str) -> Path:
+# Another log of signed heads (the trust ledger, governance/ledger_checkpoints.py)
+# keeps a file of its own beside the mirror with these functions: its file
+# name, the salt its HMACs are taken under, and where its rows come from.
+# The defaults are memory's CHECKPOINTS.
+
+RowSource = Callable[[str, int], Iterable[Checkpoint]]
+"""(project id, seq) -> the checkpoints of the project after seq, oldest first."""
+
+
+def file_path(project_id: str, *, name: str = CHECKPOINTS_NAME) -> Path:
     # Not mirror.project_dir(): reading evidence must not refuse a path the
     # doctor's mirror checks report on their own.
-    return Path(settings.MEMORY_ROOT) / project_id / CHECKPOINTS_NAME
+    return Path(settings.MEMORY_ROOT) / project_id / name
 
 
 def parse_line(text: str) -> Checkpoint | None:
-    """A well-formed line's checkpoint (HMAC not checked), or None."""
+    """A well-formed line's checkpoint (HMAC not checked), or None.
+
+    The same for every file: a line names no file, salt or project.
+    """
     parts = text.split(" ")
     if _LINE_PARTS.get(parts[0]) != len(parts):
         return None
@@ -235,24 +247,29 @@ def _complete_lines(data: bytes) -> list[str]:
     return [line.decode("utf-8", errors="replace") for line in lines[:-1]]
 
 
-def read_file(project_id: str) -> tuple[list[tuple[int, str]], str | None]:
+def read_file(
+    project_id: str, *, name: str = CHECKPOINTS_NAME
+) -> tuple[list[tuple[int, str]], str | None]:
     """(line number, text) of every complete line, and why the file could not be read."""
+    path = file_path(project_id, name=name)
     try:
-        fd = os.open(file_path(project_id), os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return [], None
-        return [], f"cannot read {file_path(project_id)}: {exc.strerror}"
+        return [], f"cannot read {path}: {exc.strerror}"
     try:
         chunks = []
         while block := os.read(fd, 1 << 20):
             chunks.append(block)
+    except OSError as exc:  # a directory in its place opens, and fails here
+        return [], f"cannot read {path}: {exc.strerror}"
     finally:
         os.close(fd)
     return list(enumerate(_complete_lines(b"".join(chunks)), start=1)), None
 
 
-def _last_file_seq(project_id: str, fd: int, size: int) -> int:
+def _last_file_seq(project_id: str, fd: int, size: int, *, salt: str = _MAC_SALT) -> int:
     """The seq of the newest authentic line; the tail is enough unless it is garbage."""
     probe = os.pread(fd, min(size, _TAIL_PROBE_BYTES), max(size - _TAIL_PROBE_BYTES, 0))
     lines = _complete_lines(probe)
@@ -260,7 +277,7 @@ def _last_file_seq(project_id: str, fd: int, size: int) -> int:
         lines = lines[1:]  # the first one may start mid-line
     for text in reversed(lines):
         parsed = parse_line(text)
-        if parsed is not None and authentic(project_id, parsed):
+        if parsed is not None and authentic(project_id, parsed, salt=salt):
             return parsed.seq
     if size <= _TAIL_PROBE_BYTES:
         return 0
@@ -268,12 +285,19 @@ def _last_file_seq(project_id: str, fd: int, size: int) -> int:
     seqs = [
         parsed.seq
         for parsed in map(parse_line, _complete_lines(whole))
-        if parsed is not None and authentic(project_id, parsed)
+        if parsed is not None and authentic(project_id, parsed, salt=salt)
     ]
     return max(seqs, default=0)
 
 
-def sync_file(project_id: str, wait: float | None = None) -> int:
+def _memory_rows(project_id: str, after: int) -> Iterator[Checkpoint]:
+    return _rows(project_id, seq__gt=after)
+
+
+def sync_file(
+    project_id: str, wait: float | None = None, *, name: str = CHECKPOINTS_NAME,
+    salt: str = _MAC_SALT, rows: RowSource | None = None,
+) -> int:
     """Append every authentic checkpoint row newer than the file's newest line.
 
     Runs under the mirror's flock. Lines are only ever appended, fsynced,
@@ -282,9 +306,12 @@ def sync_file(project_id: str, wait: float | None = None) -> int:
     is cut before the next append. No file is created while there is nothing
     to write. Returns the number of lines written. ``wait`` bounds the wait
     for the lock (BlockingIOError after it); None waits as appends do.
+    ``name``, ``salt`` and ``rows`` pick the file, the HMAC salt and the
+    rows it is caught up from (by default CHECKPOINTS from the table).
     """
+    source = rows if rows is not None else _memory_rows
     with mirror._locked(project_id, wait) as directory:
-        path = directory / CHECKPOINTS_NAME
+        path = directory / name
         existed = os.path.lexists(path)
         flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
         fd = os.open(path, flags) if existed else None
@@ -295,24 +322,24 @@ def sync_file(project_id: str, wait: float | None = None) -> int:
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     size = os.pread(fd, size, 0).rfind(b"\n") + 1
                     os.ftruncate(fd, size)
-                last_seq = _last_file_seq(project_id, fd, size) if size else 0
-            rows = [
+                last_seq = _last_file_seq(project_id, fd, size, salt=salt) if size else 0
+            new = [
                 checkpoint
-                for checkpoint in _rows(project_id, seq__gt=last_seq)
-                if authentic(project_id, checkpoint)
+                for checkpoint in source(project_id, last_seq)
+                if authentic(project_id, checkpoint, salt=salt)
             ]
-            if not rows:
+            if not new:
                 return 0
             if fd is None:
                 fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
-            mirror._write_all(fd, "".join(row.line() for row in rows).encode())
+            mirror._write_all(fd, "".join(row.line() for row in new).encode())
             os.fsync(fd)
         finally:
             if fd is not None:
                 os.close(fd)
         if not existed:
             mirror._fsync_dir(directory)
-    return len(rows)
+    return len(new)
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -364,6 +391,33 @@ def after_commit(project_id: str, seq: int, head_hash: str) -> None:
         logger.exception("checkpoint of project %s at seq %s failed", project_id, seq)
 
 
+@dataclass(frozen=True)
+class FollowedFile:
+    """Another signed file beside the mirror that `memory mirror --follow` keeps current.
+
+    memory cannot import the apps built on it (dependencies point one way),
+    so they register here from their AppConfig.ready: ``head`` gives the
+    newest seq of the file's rows (the follower syncs when it moves) and
+    ``sync`` catches the file up (like sync_file).
+    """
+
+    name: str
+    head: Callable[[str], int]
+    sync: Callable[[str], int]
+
+
+_FOLLOWED: dict[str, FollowedFile] = {}
+
+
+def follow_file(followed: FollowedFile) -> None:
+    """Have the follower keep ``followed`` current too (idempotent, by file name)."""
+    _FOLLOWED[followed.name] = followed
+
+
+def followed_files() -> tuple[FollowedFile, ...]:
+    return tuple(_FOLLOWED.values())
+
+
 def due(first_seq: int, last_seq: int) -> bool:
     """True when an append of first_seq..last_seq reaches a multiple of CHECKPOINT_EVERY."""
     every = settings.CHECKPOINT_EVERY
@@ -373,12 +427,39 @@ def due(first_seq: int, last_seq: int) -> bool:
 # --- verification -------------------------------------------------------------------------
 
 
+def file_checkpoints(
+    project_id: str, *, name: str = CHECKPOINTS_NAME, salt: str = _MAC_SALT
+) -> tuple[list[tuple[int, Checkpoint]], list[Problem]]:
+    """(line number, checkpoint) of every authentic line of a file, and what is wrong
+    with the others: unparsable or failing its HMAC (forged_checkpoint), or the file
+    unreadable (unreadable_checkpoints)."""
+    lines, unreadable = read_file(project_id, name=name)
+    problems: list[Problem] = []
+    if unreadable is not None:
+        problems.append(Problem("unreadable_checkpoints", None, unreadable))
+    found: list[tuple[int, Checkpoint]] = []
+    for number, text in lines:
+        parsed = parse_line(text)
+        if parsed is None:
+            problems.append(Problem(
+                "forged_checkpoint", None, f"{name} line {number} is not a checkpoint"
+            ))
+        elif not authentic(project_id, parsed, salt=salt):
+            problems.append(Problem(
+                "forged_checkpoint", parsed.seq,
+                f"{name} line {number} (seq {parsed.seq}) {why_not_authentic(parsed)}",
+            ))
+        else:
+            found.append((number, parsed))
+    return found, problems
+
+
 def _recorded(project_id: str) -> tuple[list[Checkpoint], list[Problem]]:
     """Authentic checkpoints from the table and the file, and what is wrong with the rest."""
     # The file first: a line is written only after its row commits, so every
     # line read here has its row visible to the query below, and a
     # checkpoint taken meanwhile is never mistaken for a deleted row.
-    lines, unreadable = read_file(project_id)
+    lines, line_problems = file_checkpoints(project_id)
     problems: list[Problem] = []
     database: list[Checkpoint] = []
     for checkpoint in _rows(project_id):
@@ -391,21 +472,9 @@ def _recorded(project_id: str) -> tuple[list[Checkpoint], list[Problem]]:
             ))
     in_database = set(database)
     from_file: list[Checkpoint] = []
-    if unreadable is not None:
-        problems.append(Problem("unreadable_checkpoints", None, unreadable))
-    for number, text in lines:
-        parsed = parse_line(text)
-        if parsed is None:
-            problems.append(Problem(
-                "forged_checkpoint", None, f"{CHECKPOINTS_NAME} line {number} is not a checkpoint"
-            ))
-        elif not authentic(project_id, parsed):
-            problems.append(Problem(
-                "forged_checkpoint", parsed.seq,
-                f"{CHECKPOINTS_NAME} line {number} (seq {parsed.seq}) "
-                f"{why_not_authentic(parsed)}",
-            ))
-        elif parsed not in in_database:
+    problems.extend(line_problems)
+    for number, parsed in lines:
+        if parsed not in in_database:
             from_file.append(parsed)
             problems.append(Problem(
                 "deleted_checkpoint", parsed.seq,

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from gedweb import converters  # noqa: F401  (registers the path converters)
-from governance.api import context, skills, standards, views
+from governance.api import context, ledger, skills, standards, views
 
 app_name = "governance-api"
 
@@ -52,6 +52,8 @@ urlpatterns = [
          name="standards-import-accept"),
     path(f"{STANDARDS}/imports/<number:import_id>/reject", standards.StandardsRejectView.as_view(),
          name="standards-import-reject"),
+    path("projects/<project:project_id>/ledger/verify", ledger.LedgerVerifyView.as_view(),
+         name="ledger-verify"),
     path(SKILLS, skills.SkillListView.as_view(), name="skill-list"),
     # Before <name>: "match" is therefore not available as a skill name.
     path(f"{SKILLS}/match", skills.SkillMatchView.as_view(), name="skill-match"),

@@ -216,6 +216,9 @@ API: list[Row] = [
         rw("governance.ActiveWork")),
     Row("DELETE", f"{P}/sessions/<session:session_id>/active-work", write(204), "",
         "/v1/projects/{p}/sessions/sess-a/active-work", None, rw("governance.ActiveWork")),
+    # --- trust ledger ------------------------------------------------
+    Row("GET", f"{P}/ledger/verify", READ, "catches LEDGER-CHECKPOINTS up, no table",
+        "/v1/projects/{p}/ledger/verify"),
     # --- standards ------------------------------------------------
     Row("GET", f"{P}/standards", READ, "STANDARDS.md", "/v1/projects/{p}/standards"),
     Row("GET", f"{P}/standards/state", READ, "", "/v1/projects/{p}/standards/state"),

@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from gedweb.lib.standards import sha256_text
-from governance import doctor, ledger, standards
+from governance import doctor, ledger, ledger_checkpoints, standards
 from governance.context import context_bundle
 from governance.models import LedgerRecord, StandardsDecision, StandardsImport
 from tests.admin.conftest import OPERATOR, staff  # noqa: F401 - the staff fixture
@@ -278,7 +278,8 @@ def test_the_bundle_reads_the_ledger_once_whatever_the_number_of_served_files(
 # --- the migration's baseline ----------------------------------------------------------
 
 
-def test_the_migration_records_existing_rows_as_a_clean_baseline(live_db, make_project):
+def test_the_migration_records_existing_rows_as_a_clean_baseline(live_db, make_project,
+                                                                   memory_root):
     alpha, beta = make_project("alpha"), make_project("beta")
     for project in (alpha, beta):
         kept = submit(project.project, KIND)
@@ -290,6 +291,12 @@ def test_the_migration_records_existing_rows_as_a_clean_baseline(live_db, make_p
     executor.migrate([("governance", "0005_skill_gedpi_record")])
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
+    # Going back to 0005 threw the ledger away, and LEDGER-CHECKPOINTS still
+    # names its records: evidence of a ledger rewritten. An installation
+    # upgraded from before the ledger has no such file.
+    assert "fork: record hash mismatch at seq 1" in doctor.check_ledger(alpha.project).problems[0]
+    for project in (alpha, beta):
+        (memory_root / project.id / ledger_checkpoints.NAME).unlink()
 
     for project in (alpha, beta):
         assert ledger.ledger_verify(project.project) == (5, [])

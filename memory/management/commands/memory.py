@@ -153,20 +153,26 @@ class Command(GedWebCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        synced: dict[str, int] = {}
+        # The files other apps keep beside the mirror (the trust ledger's
+        # LEDGER-CHECKPOINTS) registered themselves: memory cannot import them.
+        followed = checkpoints.followed_files()
+        synced: dict[str, tuple[int, ...]] = {}
         while not stopping:
             for target in self._projects(project_id):
                 head = MemoryEntry.objects.for_project(target).head()
-                head_seq = head["seq"] if head else 0
-                if synced.get(target.pk) == head_seq:
+                heads = (head["seq"] if head else 0,
+                         *(extra.head(target.pk) for extra in followed))
+                if synced.get(target.pk) == heads:
                     continue
                 try:
                     result = mirror.sync(target)
                     checkpoints.sync_file(target.pk)
+                    for extra in followed:
+                        extra.sync(target.pk)
                 except Exception as exc:  # keep following the other projects
                     self.stderr.write(f"mirror {target.pk}: {exc}")
                     continue
-                synced[target.pk] = head_seq
+                synced[target.pk] = heads
                 if result.appended or result.rebuilt:
                     self.stdout.write(to_json(result.__dict__))
             if once:

@@ -1,0 +1,51 @@
+"""HTTP API for the trust ledger: GET /v1/projects/{project}/ledger/verify."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance import ledger_checkpoints
+from memory.api.views import ProjectAPIView, errors
+
+
+class LedgerHeadSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    hash = serializers.CharField()
+
+
+class LedgerProblemSerializer(serializers.Serializer):
+    table = serializers.CharField(
+        help_text="the table of the row at fault, or LEDGER-CHECKPOINTS for a line of the file"
+    )
+    row_id = serializers.IntegerField(allow_null=True)
+    message = serializers.CharField()
+
+
+class LedgerVerifySerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    records = serializers.IntegerField()
+    head = LedgerHeadSerializer(allow_null=True, help_text="The newest record, or null.")
+    problems = LedgerProblemSerializer(
+        many=True,
+        help_text="Every finding, one line each: a broken link or a record failing its HMAC, "
+        "a covered row inserted, changed or deleted behind GedWeb, a ledger shorter than "
+        "LEDGER-CHECKPOINTS (truncated) or different at one of its lines (fork), a forged "
+        "line, an unreadable file.",
+    )
+
+
+class LedgerVerifyView(ProjectAPIView):
+    @extend_schema(
+        responses={200: LedgerVerifySerializer, **errors(401, 404)},
+        operation_id="ledger_verify",
+        summary="Verify the trust ledger, its covered rows, and the ledger against "
+        "LEDGER-CHECKPOINTS",
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        # Catches the file up first, as doctor does: it only ever gains lines
+        # for authentic records past its newest one, so this cannot hide a
+        # truncation, and evidence a follower has not written yet is written.
+        return Response(ledger_checkpoints.ledger_report(self.project))
