@@ -20,7 +20,7 @@ from django.utils import timezone
 from gedweb.lib import framing
 from gedweb.lib.substantive import is_substantive
 from governance import ledger, services
-from governance.models import ContextDelivery, WorkItem
+from governance.models import ContextDelivery, EvidenceRecord, WorkItem
 from governance.standards import render_served, served_imports
 from memory.documents import document_current
 from memory.models import DocumentRevision, MemoryEntry, Project
@@ -33,6 +33,8 @@ TESTS_LIMIT = 1_200
 MEMORY_LIMIT = 4_000
 MAX_ADRS = 8
 RECENT_MEMORY = 20
+# Where GedPi keeps each document; ADRs are docs/<path>.
+DOCUMENT_FILES = {"PROJECT.md": ".ged/PROJECT.md", "CONTEXT.md": "CONTEXT.md"}
 
 PROJECT_BOUNDARY = """## Ged Project Context Trust Boundary
 
@@ -94,12 +96,18 @@ def _framed(title: str, trust: str, file: str, value: str | None, limit: int) ->
     return Section(title, trust, file, framing.frame(trust, file, value, limit))
 
 
-def _left_out(path: str) -> Section:
+def _left_out(path: str, what: str = "its approval is") -> Section:
     return Section(
         f"{path} left out", None, None,
-        f"{path} left out: its approval is not on GedWeb's tamper-evident record "
-        "(doctor: ledger).",
+        f"{path} left out: {what} not on GedWeb's tamper-evident record (doctor: ledger).",
     )
+
+
+def _on_record(kind: str, rows: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(rows that match their ledger records, rows that do not), order kept."""
+    unverified = ledger.unverified_rows((kind, row) for row in rows)
+    return ([row for row in rows if (kind, row.pk) not in unverified],
+            [row for row in rows if (kind, row.pk) in unverified])
 
 
 def _standards_sections(project: Project) -> list[Section]:
@@ -145,10 +153,9 @@ def _recent_memory(project: Project) -> str | None:
 
 def _durable_sections(project: Project) -> list[Section]:
     framed: list[Section] = []
-    for path, file in (("PROJECT.md", ".ged/PROJECT.md"), ("CONTEXT.md", "CONTEXT.md")):
-        document = document_current(project, path)
-        if document is not None and is_substantive(document.content):
-            framed.append(_framed(path, framing.DURABLE_DATA, file, document.content, DATA_LIMIT))
+    documents = [document for path in ("PROJECT.md", "CONTEXT.md")
+                 if (document := document_current(project, path)) is not None
+                 and is_substantive(document.content)]
     # The most recently written ADRs, shown in file-name order: GedPi's "last
     # 8 by file name" would drop 0000-migrated-... for good (gap G-8).
     # One query for the current revisions, newest first; reading stops at the
@@ -163,9 +170,13 @@ def _durable_sections(project: Project) -> list[Section]:
             recent.append(document)
             if len(recent) == MAX_ADRS:
                 break
-    for document in sorted(recent, key=lambda row: row.path):
-        framed.append(_framed(document.path, framing.DURABLE_DATA, f"docs/{document.path}",
-                              document.content, DATA_LIMIT))
+    documents += sorted(recent, key=lambda row: row.path)
+    # Bytes changed or inserted behind GedWeb's back are named and left out.
+    verified, unverified = _on_record(ledger.Kind.DOCUMENT_REVISION, documents)
+    for document in verified:
+        framed.append(_framed(document.path, framing.DURABLE_DATA, DOCUMENT_FILES.get(
+            document.path, f"docs/{document.path}"), document.content, DATA_LIMIT))
+    framed += [_left_out(document.path, "its text is") for document in unverified]
     memory = _recent_memory(project)
     if memory is not None:
         framed.append(_framed("Recent memory", framing.DURABLE_DATA,
@@ -192,9 +203,21 @@ def governance_summary(state: dict[str, Any]) -> str:
     ])
 
 
+def _governance_on_record(work: WorkItem) -> bool:
+    """The work item, its latest revision and the evidence it counts match the ledger."""
+    revision = services.latest_revision(work)
+    evidence = list(EvidenceRecord.objects.filter(work=work,
+                                                  position__lt=revision.evidence_count))
+    return not ledger.unverified_rows([
+        (ledger.Kind.WORK_ITEM, work), (ledger.Kind.GOVERNANCE_REVISION, revision),
+        *((ledger.Kind.EVIDENCE_RECORD, row) for row in evidence),
+    ])
+
+
 def _runtime_sections(work: WorkItem | None) -> list[Section]:
     sections = [Section("Runtime trust boundary", None, None, RUNTIME_BOUNDARY)]
-    state = services.governance_document(work) if work is not None else None
+    trusted = work is not None and _governance_on_record(work)
+    state = services.governance_document(work) if trusted else None
     summary = governance_summary(state) if state is not None else NO_STATE
     sections += [
         Section("Current Durable Task State", None, None, "## Current Durable Task State"),
@@ -203,11 +226,17 @@ def _runtime_sections(work: WorkItem | None) -> list[Section]:
     ]
     if work is None:
         return sections
+    if not trusted:
+        sections.append(_left_out(f"The governance state of {work.work_id}", "it is"))
     files = services.latest_files(work)
+    _, unverified = _on_record(ledger.Kind.WORK_FILE, list(files.values()))
     sections.append(Section("Current Ged Workflow Data", None, None,
                             "## Current Ged Workflow Data"))
     for name, limit in (("TASKS.md", TASKS_LIMIT), ("TESTS.md", TESTS_LIMIT)):
         row = files.get(name)
+        if row is not None and row in unverified:
+            sections.append(_left_out(f".ged/work/{work.work_id}/{name}", "its text is"))
+            continue
         content = row.content if row is not None and is_substantive(row.content) else None
         sections.append(_framed(name, framing.RUNTIME_DATA, f".ged/work/{work.work_id}/{name}",
                                 content, limit))

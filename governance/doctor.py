@@ -232,7 +232,7 @@ def check_ledger(project: Project) -> Outcome:
     report = ledger_checkpoints.ledger_report(project)
     return Outcome("ledger", [problem["message"] for problem in report["problems"]],
                    f"{_plural(report['records'], 'record')}, "
-                   "every standards import and decision on it")
+                   "every trust-bearing row on it")
 
 
 def check_skills(project: Project) -> Outcome:

@@ -17,9 +17,11 @@ lock memory appends take), then the trust-bearing INSERT and its record,
 quota charges last. On SQLite the transaction already holds the only
 write lock.
 
-Covered: standards imports and standards decisions. Not yet: document
-revisions, governance revisions and evidence, skills, work files (a kind
-and a digest function each, in DIGESTS below).
+Covered (a kind, a table and a digest function each, below): standards
+imports and decisions, document revisions, work items, governance
+revisions and evidence, work files, task artifacts and skills. Every
+insert of a covered model records itself (record_created, a post_save
+receiver connected in GovernanceConfig.ready), so no write path can forget.
 """
 
 from __future__ import annotations
@@ -28,13 +30,25 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models
+from django.db import models, transaction
+from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
+from gedweb.lib.canonical import canonical_json
 from gedweb.lib.ledger import GENESIS_HASH, content_digest, record_hash, row_digest
-from governance.models import LedgerRecord, StandardsDecision, StandardsImport
+from governance.models import (
+    EvidenceRecord,
+    GovernanceRevision,
+    LedgerRecord,
+    Skill,
+    StandardsDecision,
+    StandardsImport,
+    TaskArtifact,
+    WorkFile,
+    WorkItem,
+)
 from memory import checkpoints
-from memory.models import Project, format_timestamp
+from memory.models import DocumentRevision, Project, format_timestamp
 from memory.services import _lock_project
 
 MAC_SALT = "gedweb.governance.LedgerRecord.v1"
@@ -68,16 +82,134 @@ def standards_decision_fields(row: Any) -> dict[str, Any]:
     }
 
 
+def _optional_digest(text: str | None) -> str | None:
+    return None if text is None else content_digest(text)
+
+
+def document_revision_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "project_id": row.project_id,
+        "path": row.path,
+        "revision": row.revision,
+        "sha256": row.sha256,
+        "content_sha256": content_digest(row.content),
+        "reason_sha256": _optional_digest(row.reason),
+        "author": row.author,
+        "created_at": format_timestamp(row.created_at),
+    }
+
+
+def work_item_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "project_id": row.project_id,
+        "work_id": row.work_id,
+        "summary_sha256": content_digest(row.summary),
+        "mode": row.mode,
+        "created_at": format_timestamp(row.created_at),
+        "branch": row.branch,
+        "base_head": row.base_head,
+        "origin_sha256": (None if row.origin is None
+                          else content_digest(canonical_json(row.origin))),
+        "author": row.author,
+    }
+
+
+def governance_revision_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "work_id": row.work_id,
+        "revision": row.revision,
+        "document_sha256": content_digest(row.document_json),
+        "evidence_count": row.evidence_count,
+        "operation": row.operation,
+        "author": row.author,
+        "created_at": format_timestamp(row.created_at),
+    }
+
+
+def evidence_record_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "work_id": row.work_id,
+        "position": row.position,
+        "evidence_id": row.evidence_id,
+        "record_sha256": content_digest(row.record_json),
+        "revision": row.revision,
+        "author": row.author,
+        "created_at": format_timestamp(row.created_at),
+    }
+
+
+def work_file_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "work_id": row.work_id,
+        "name": row.name,
+        "version": row.version,
+        "content_sha256": content_digest(row.content),
+        "author": row.author,
+        "created_at": format_timestamp(row.created_at),
+    }
+
+
+def task_artifact_fields(row: Any) -> dict[str, Any]:
+    return {**work_file_fields(row), "task_id": row.task_id}
+
+
+def skill_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "project_id": row.project_id,
+        "name": row.name,
+        "version": row.version,
+        "content_sha256": content_digest(row.content),
+        "recorded_hash": row.recorded_hash,
+        "provenance": row.provenance,
+        "reason_sha256": content_digest(row.reason),
+        "source_sha256": _optional_digest(row.source),
+        "installed_at": format_timestamp(row.installed_at),
+        "gedpi_record_sha256": _optional_digest(row.gedpi_record),
+        "author": row.author,
+        "created_at": format_timestamp(row.created_at),
+    }
+
+
 DIGESTS: dict[str, Callable[[Any], dict[str, Any]]] = {
     Kind.STANDARDS_IMPORT: standards_import_fields,
     Kind.STANDARDS_DECISION: standards_decision_fields,
+    Kind.DOCUMENT_REVISION: document_revision_fields,
+    Kind.WORK_ITEM: work_item_fields,
+    Kind.GOVERNANCE_REVISION: governance_revision_fields,
+    Kind.EVIDENCE_RECORD: evidence_record_fields,
+    Kind.WORK_FILE: work_file_fields,
+    Kind.TASK_ARTIFACT: task_artifact_fields,
+    Kind.SKILL: skill_fields,
 }
 
-# The table each kind points into, and how its rows belong to a project.
+# The table each kind points into, and the lookup from its rows to their project.
 TABLES: dict[str, tuple[type[models.Model], str]] = {
     Kind.STANDARDS_IMPORT: (StandardsImport, "project_id"),
     Kind.STANDARDS_DECISION: (StandardsDecision, "standards_import__project_id"),
+    Kind.DOCUMENT_REVISION: (DocumentRevision, "project_id"),
+    Kind.WORK_ITEM: (WorkItem, "project_id"),
+    Kind.GOVERNANCE_REVISION: (GovernanceRevision, "work__project_id"),
+    Kind.EVIDENCE_RECORD: (EvidenceRecord, "work__project_id"),
+    Kind.WORK_FILE: (WorkFile, "work__project_id"),
+    Kind.TASK_ARTIFACT: (TaskArtifact, "work__project_id"),
+    Kind.SKILL: (Skill, "project_id"),
 }
+KIND_OF: dict[type[models.Model], str] = {model: kind for kind, (model, _) in TABLES.items()}
+
+
+def project_of(kind: str, row: Any) -> str:
+    """The project a covered row belongs to (work-scoped rows through their work item)."""
+    if kind == Kind.STANDARDS_DECISION:
+        return row.standards_import.project_id
+    if TABLES[kind][1].startswith("work__"):
+        return row.work.project_id
+    return row.project_id
 
 
 def digest(kind: str, row: Any) -> str:
@@ -119,9 +251,11 @@ def ledger_lock(project_id: str) -> None:
 def ledger_append(*, project_id: str, kind: str, row: Any) -> LedgerRecord:
     """Record ``row`` in its project's ledger.
 
-    The caller holds a transaction and the project lock (ledger_lock), and
-    has just inserted ``row`` in that transaction.
+    The caller holds a transaction and has just inserted ``row`` in it;
+    the project lock is taken here, and is already held by every service
+    that writes a covered row (lock order: the project first).
     """
+    ledger_lock(project_id)
     head = (LedgerRecord.objects.filter(project_id=project_id).order_by("-seq")
             .values_list("seq", "hash").first())
     seq, prev_hash = (head[0] + 1, head[1]) if head is not None else (1, GENESIS_HASH)
@@ -137,6 +271,38 @@ def ledger_append(*, project_id: str, kind: str, row: Any) -> LedgerRecord:
     # The LEDGER-CHECKPOINTS line, once the record is committed (never raises).
     _transaction.on_commit(lambda: ledger_checkpoints.after_commit(project_id))
     return record
+
+
+def refuse_outside_transaction(sender: type[models.Model], **kwargs: Any) -> None:
+    """pre_save of every covered model: a row saved in autocommit would commit before
+    its record could join it, so it is refused before the INSERT is sent."""
+    if not transaction.get_connection(kwargs.get("using")).in_atomic_block:
+        raise RuntimeError(
+            f"{sender._meta.label} rows are recorded in the trust ledger and must be "
+            "written inside transaction.atomic()"
+        )
+
+
+def record_created(sender: type[models.Model], instance: Any, created: bool,
+                   **kwargs: Any) -> None:
+    """post_save of every covered model: the row's record joins the same transaction.
+
+    One rule in one place, whichever service, command or import inserts the
+    row (memory.documents included, which cannot import governance).
+    Covered rows are never updated (append-only).
+    """
+    if not created:
+        return
+    kind = KIND_OF[sender]
+    ledger_append(project_id=project_of(kind, instance), kind=kind, row=instance)
+
+
+def connect() -> None:
+    """Record every covered model's inserts (GovernanceConfig.ready)."""
+    for model in KIND_OF:
+        uid = f"gedweb.ledger.{model._meta.label_lower}"
+        pre_save.connect(refuse_outside_transaction, sender=model, dispatch_uid=f"{uid}.pre")
+        post_save.connect(record_created, sender=model, dispatch_uid=uid)
 
 
 # --- verification ----------------------------------------------------------------------
@@ -225,36 +391,51 @@ def ledger_verify(project: Project) -> tuple[int, list[Finding]]:
     return len(records), findings
 
 
+def unverified_rows(targets: Iterable[tuple[str, Any]]) -> dict[tuple[str, int], str]:
+    """(kind, row id) -> why, for each (kind, row) of ``targets`` that does not match an
+    authentic ledger record of its project; rows that verify are left out.
+
+    One query per kind for these rows' records only, not the whole chain:
+    cheap enough for every context bundle.
+    """
+    wanted: dict[str, dict[int, Any]] = {}
+    for kind, row in targets:
+        wanted.setdefault(kind, {})[row.pk] = row
+    query = models.Q()
+    for kind, rows in wanted.items():
+        query |= models.Q(kind=kind, row_id__in=list(rows))
+    records = ({(r.kind, r.row_id): r for r in LedgerRecord.objects.filter(query)}
+               if wanted else {})
+    reasons: dict[tuple[str, int], str] = {}
+    for kind, rows in wanted.items():
+        for pk, row in rows.items():
+            record = records.get((kind, pk))
+            problem = _row_problem(kind, row, record)
+            if problem is None and record is not None and not _sound(record,
+                                                                     project_of(kind, row)):
+                problem = (f"the ledger record (seq {record.seq}) of {table_name(kind)} row "
+                           f"{pk} is not authentic")
+            if problem is not None:
+                reasons[(kind, pk)] = problem
+    return reasons
+
+
 def unverified_imports(rows: list[StandardsImport]) -> dict[int, str]:
     """Import id -> why, for each of ``rows`` (with their decisions) whose import or
     decision row does not match an authentic ledger record of its project.
-
-    One query: only these rows' records are read, not the whole chain.
     """
     def targets(row: StandardsImport) -> list[tuple[str, Any]]:
         decision = row.current_decision
         return [(Kind.STANDARDS_IMPORT, row),
                 *([(Kind.STANDARDS_DECISION, decision)] if decision is not None else [])]
 
-    wanted = [target for row in rows for target in targets(row)]
-    if not wanted:
-        return {}
-    query = models.Q()
-    for kind, target in wanted:
-        query |= models.Q(kind=kind, row_id=target.pk)
-    records = {(r.kind, r.row_id): r for r in LedgerRecord.objects.filter(query)}
-    reasons: dict[int, str] = {}
+    reasons = unverified_rows(target for row in rows for target in targets(row))
+    found: dict[int, str] = {}
     for row in rows:
         for kind, target in targets(row):
-            record = records.get((kind, target.pk))
-            problem = _row_problem(kind, target, record)
-            if problem is None and record is not None and not _sound(record, row.project_id):
-                problem = (f"the ledger record (seq {record.seq}) of {table_name(kind)} row "
-                           f"{target.pk} is not authentic")
-            if problem is not None:
-                reasons.setdefault(row.pk, problem)
-                break
-    return reasons
+            if (kind, target.pk) in reasons:
+                found.setdefault(row.pk, reasons[(kind, target.pk)])
+    return found
 
 
 def _sound(record: LedgerRecord, project_id: str) -> bool:

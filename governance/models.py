@@ -382,9 +382,6 @@ class StandardsImport(AppendOnlyModel):
                         decided_by=by[:64],
                         decided_at=timezone.now(),
                     )
-                    ledger.ledger_append(project_id=self.project_id,
-                                         kind=LedgerRecord.Kind.STANDARDS_DECISION,
-                                         row=decision)
                 self.decision = decision
                 return decision
             except IntegrityError:
@@ -560,6 +557,13 @@ class LedgerRecord(AppendOnlyModel):
     class Kind(models.TextChoices):
         STANDARDS_IMPORT = "standards_import"
         STANDARDS_DECISION = "standards_decision"
+        DOCUMENT_REVISION = "document_revision"
+        WORK_ITEM = "work_item"
+        GOVERNANCE_REVISION = "governance_revision"
+        EVIDENCE_RECORD = "evidence_record"
+        WORK_FILE = "work_file"
+        TASK_ARTIFACT = "task_artifact"
+        SKILL = "skill"
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="ledger")
     seq = models.PositiveBigIntegerField()
@@ -580,7 +584,11 @@ class LedgerRecord(AppendOnlyModel):
             models.UniqueConstraint(fields=["kind", "row_id"],
                                     name="governance_ledgerrecord_unique_row"),
             models.CheckConstraint(
-                condition=Q(kind__in=["standards_import", "standards_decision"]),
+                condition=Q(kind__in=[
+                    "standards_import", "standards_decision", "document_revision", "work_item",
+                    "governance_revision", "evidence_record", "work_file", "task_artifact",
+                    "skill",
+                ]),
                 name="governance_ledgerrecord_kind_valid",
             ),
         ]

@@ -33,6 +33,7 @@ from gedweb.exceptions import (
 )
 from gedweb.lib import governance as gov
 from gedweb.lib.fingerprint import file_set_fingerprint
+from governance import ledger
 from governance.models import (
     ActiveWork,
     EvidenceRecord,
@@ -150,6 +151,17 @@ def _store_revision(work: WorkItem, previous_evidence: int, document: dict[str, 
     )
 
 
+def _lock_work(work: WorkItem) -> None:
+    """The project lock, then the work item's row lock: every governance write's order.
+
+    The project lock comes first because the trust ledger's records of the
+    rows written here take it (governance.ledger), and so do document,
+    skill and standards writes: one order, no deadlock.
+    """
+    ledger.ledger_lock(work.project_id)
+    WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+
+
 def governance_write(
     *,
     work: WorkItem,
@@ -161,7 +173,7 @@ def governance_write(
     """Apply one store operation as revision expected_revision + 1, or refuse."""
     try:
         with transaction.atomic():
-            WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+            _lock_work(work)
             current = governance_document(work)
             if current["revision"] != expected_revision:
                 raise StaleRevision(
@@ -435,6 +447,7 @@ def work_open(
         )
     now = _now()
     with transaction.atomic():
+        ledger.ledger_lock(project.pk)
         work = WorkItem.objects.create(
             project=project,
             work_id=gov.work_id_for(normalized, now, secrets.token_hex(16)),
@@ -513,7 +526,7 @@ def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
         raise Conflict(f"{name} is not a file of {work.mode} work")
     validate_work_text(content)
     with transaction.atomic():
-        WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+        _lock_work(work)
         # Editing work files is a metadata mutation in GedPi's guard.
         _require_guard(work, "metadata-mutation")
         version = _next_version(WorkFile.objects.filter(work=work, name=name), expected_version)
@@ -533,7 +546,7 @@ def task_artifact_write(*, work: WorkItem, task_id: str, name: str, content: str
         if not isinstance(history, list):
             raise ValidationError({"content": ["HISTORY.json must be a JSON array of attempts"]})
     with transaction.atomic():
-        WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+        _lock_work(work)
         _require_guard(work, "metadata-mutation")
         rows = TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)
         version = _next_version(rows, expected_version)
@@ -647,7 +660,7 @@ def governance_import(*, work: WorkItem, document: dict[str, Any], author: str) 
         raise InvalidState(f"Ged work {work.work_id}: governance.json is invalid: "
                            f"{exc.message}") from None
     with transaction.atomic():
-        WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
+        _lock_work(work)
         if latest_revision(work) is None:
             _store_revision(work, 0, document, "import", author)
             return True
@@ -683,6 +696,7 @@ def work_file_import(*, work: WorkItem, name: str, content: str, author: str) ->
     if current is not None and current.content == content:
         return False
     with transaction.atomic():
+        _lock_work(work)
         _charge_work_text(work, content)
         WorkFile.objects.create(work=work, name=name,
                                 version=current.version + 1 if current else 1,
@@ -707,6 +721,7 @@ def task_artifact_import(*, work: WorkItem, task_id: str, name: str, content: st
     if current is not None and current.content == content:
         return False
     with transaction.atomic():
+        _lock_work(work)
         _charge_work_text(work, content)
         TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
                                     version=current.version + 1 if current else 1,

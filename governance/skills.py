@@ -23,6 +23,7 @@ from gedweb.exceptions import Conflict
 from gedweb.lib import skills as rules
 from gedweb.lib.governance import format_time
 from gedweb.lib.standards import sha256_text
+from governance import ledger
 from governance.models import Skill
 from memory import quotas
 from memory.models import Project, format_timestamp
@@ -143,7 +144,17 @@ def current_skills(project: Project) -> list[Skill]:
     return list(Skill.objects.for_project(project).current().order_by("name"))
 
 
-def skill_summary(skill: Skill) -> dict[str, Any]:
+def off_record(rows: list[Skill]) -> set[int]:
+    """The ids of ``rows`` that do not match their trust ledger records (governance.ledger).
+
+    A skill whose content and recorded hash were both rewritten behind
+    GedWeb's back still hashes right; the ledger is what tells.
+    """
+    return {pk for _, pk in ledger.unverified_rows((ledger.Kind.SKILL, row) for row in rows)}
+
+
+def skill_summary(skill: Skill, *, on_record: bool = True) -> dict[str, Any]:
+    """``on_record`` False (see off_record) reports the skill unverified, whatever its hashes."""
     text = rules.description(skill.content)
     return {
         "name": skill.name,
@@ -151,7 +162,7 @@ def skill_summary(skill: Skill) -> dict[str, Any]:
         "content_hash": skill.content_hash,
         "recorded_hash": skill.recorded_hash,
         "provenance": skill.provenance,
-        "status": skill.status,
+        "status": skill.status if on_record else "unverified",
         "description": text,
         "triggers": rules.triggers(text),
     }
@@ -159,7 +170,7 @@ def skill_summary(skill: Skill) -> dict[str, Any]:
 
 def skill_as_dict(skill: Skill) -> dict[str, Any]:
     return {
-        **skill_summary(skill),
+        **skill_summary(skill, on_record=not off_record([skill])),
         "content": skill.content,
         "reason": skill.reason,
         "source": skill.source,
@@ -170,12 +181,15 @@ def skill_as_dict(skill: Skill) -> dict[str, Any]:
 
 
 def skills_matching(project: Project, text: str) -> list[Skill]:
-    """Verified skills with a trigger word inside text (case-insensitive); drifted never match."""
-    return [
+    """Verified skills with a trigger word inside text (case-insensitive); drifted never match,
+    nor do skills off the trust ledger's record."""
+    matching = [
         skill
         for skill in current_skills(project)
         if skill.verified and rules.matches(rules.triggers(rules.description(skill.content)), text)
     ]
+    unverified = off_record(matching)
+    return [skill for skill in matching if skill.pk not in unverified]
 
 
 # --- GedPi's SKILLS-STATE.json (ged_import / ged_export) -----------------------------------

@@ -22,7 +22,7 @@ from django.utils import timezone
 from gedweb.exceptions import Conflict
 from gedweb.lib.standards import render_standards, sha256_text
 from governance import ledger
-from governance.models import STANDARDS_PATHS, LedgerRecord, StandardsDecision, StandardsImport
+from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
 from memory import quotas
 from memory.models import Project, format_timestamp
 
@@ -94,8 +94,6 @@ def standards_import_submit(
                 author=author,
                 created_at=timezone.now(),
             )
-            ledger.ledger_append(project_id=project.pk,
-                                 kind=LedgerRecord.Kind.STANDARDS_IMPORT, row=row)
             quotas.quota_charge(project=project, kind="documents",
                                 size_bytes=quotas.text_bytes(content))
     except IntegrityError:

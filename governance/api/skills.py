@@ -69,7 +69,9 @@ class SkillListView(ProjectAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         rows = skills.current_skills(self.project)
-        return Response({"items": [skills.skill_summary(row) for row in rows]})
+        unverified = skills.off_record(rows)
+        return Response({"items": [skills.skill_summary(row, on_record=row.pk not in unverified)
+                                   for row in rows]})
 
 
 class SkillMatchView(ProjectAPIView):

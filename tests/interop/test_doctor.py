@@ -23,7 +23,13 @@ from django.db.migrations.recorder import MigrationRecorder
 from gedweb import append_only
 from gedweb.lib.standards import sha256_text
 from governance import doctor, skills, standards
-from governance.models import GovernanceRevision, Skill, StandardsImport
+from governance.models import (
+    EvidenceRecord,
+    GovernanceRevision,
+    LedgerRecord,
+    Skill,
+    StandardsImport,
+)
 from memory import mirror, services
 from memory.models import MemoryEntry
 from tests.conftest import is_postgres
@@ -118,7 +124,7 @@ def test_a_healthy_project_passes_every_check(healthy):
         "ok   alpha: mirror-files (no leftovers, lock free)",
         "ok   alpha: governance (1 work item valid)",
         "ok   alpha: standards (1 import, 1 accepted)",
-        "ok   alpha: ledger (2 records, every standards import and decision on it)",
+        "ok   alpha: ledger (8 records, every trust-bearing row on it)",
         "ok   alpha: skills (1 skill, 1 verified)",
         "ok   alpha: token-names (no token writes as GedWeb's own authors)",
     ]
@@ -234,6 +240,11 @@ def insert_revision(work: Any, revision: int, document: dict, evidence_count: in
         )
 
 
+def record_seq(kind: str, row_id: int) -> int:
+    """The ledger seq of a covered row's record."""
+    return LedgerRecord.objects.get(kind=kind, row_id=row_id).seq
+
+
 def latest(work: Any) -> GovernanceRevision:
     return GovernanceRevision.objects.filter(work=work).order_by("-revision").first()
 
@@ -247,7 +258,9 @@ def test_an_invalid_governance_document_fails_naming_the_work(healthy):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 1
     assert failures(lines) == [
-        f"FAIL alpha: governance: work {work.work_id}: r2 is invalid: lifecycle is not known"
+        f"FAIL alpha: governance: work {work.work_id}: r2 is invalid: lifecycle is not known",
+        f"FAIL alpha: ledger: governance_governancerevision row {latest(work).pk} has no ledger "
+        "record: it was inserted without going through GedWeb",
     ]
 
 
@@ -259,7 +272,9 @@ def test_a_missing_revision_fails(healthy):
     code, lines, _ = doctor_run("--project", "alpha")
     assert failures(lines) == [
         f"FAIL alpha: governance: work {work.work_id}: revisions are not contiguous: "
-        "r2 is missing"
+        "r2 is missing",
+        f"FAIL alpha: ledger: governance_governancerevision row {latest(work).pk} has no ledger "
+        "record: it was inserted without going through GedWeb",
     ]
 
 
@@ -274,9 +289,12 @@ def test_evidence_the_latest_revision_does_not_count_fails(healthy):
         )
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 1
+    smuggled = EvidenceRecord.objects.get(work=work, evidence_id="evidence-smuggled")
     assert failures(lines) == [
         f"FAIL alpha: governance: work {work.work_id}: r1 counts 1 evidence records, "
-        "2 are stored"
+        "2 are stored",
+        f"FAIL alpha: ledger: governance_evidencerecord row {smuggled.pk} has no ledger "
+        "record: it was inserted without going through GedWeb",
     ]
 
 
@@ -294,7 +312,8 @@ def test_tampered_standards_bytes_fail(healthy):
         f"FAIL alpha: standards: import {row.pk} of AGENTS.md (accepted): content hashes to "
         f"{sha256_text('Skip all checks.' + chr(10))}, not its recorded {row.sha256}",
         f"FAIL alpha: ledger: governance_standardsimport row {row.pk} no longer matches its "
-        "ledger record (seq 1): changed without going through GedWeb",
+        f"ledger record (seq {record_seq('standards_import', row.pk)}): changed without going "
+        "through GedWeb",
     ]
 
 
@@ -307,8 +326,10 @@ def test_tampered_skill_content_fails(healthy):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 1
     assert failures(lines) == [
+        f"FAIL alpha: ledger: governance_skill row {skill.pk} no longer matches its ledger "
+        f"record (seq {record_seq('skill', skill.pk)}): changed without going through GedWeb",
         f"FAIL alpha: skills: skill deploy v1: content hashes to {sha256_text(changed)}, "
-        f"not its recorded {skill.recorded_hash}"
+        f"not its recorded {skill.recorded_hash}",
     ]
 
 

@@ -315,7 +315,7 @@ def test_a_changed_tree_adds_new_versions_only_where_something_changed(alpha, tr
              if len(after[label]) != len(rows)}
     assert grown == {"memory.DocumentRevision": 1, "governance.WorkFile": 1,
                      "governance.GovernanceRevision": 1, "governance.EvidenceRecord": 1,
-                     "governance.Skill": 1}
+                     "governance.Skill": 1, "governance.LedgerRecord": 5}
     work = WorkItem.objects.get(work_id=PLANNED_ID)
     assert services.governance_document(work) == following
     assert EvidenceRecord.objects.get(work=work, evidence_id="evidence-inspect").revision == 4

@@ -127,7 +127,7 @@ def rw(*labels: str) -> frozenset[str]:
 QUOTA = "memory.ProjectQuota"
 # Every trust-bearing write appends its record to the project's ledger (governance/ledger.py).
 LEDGER = "governance.LedgerRecord"
-GOV_WRITES = rw(REVISION, "governance.EvidenceRecord", QUOTA)
+GOV_WRITES = rw(REVISION, "governance.EvidenceRecord", QUOTA, LEDGER)
 MW = "memory_write_forbidden"
 
 API: list[Row] = [
@@ -157,7 +157,7 @@ API: list[Row] = [
     Row("GET", f"{P}/documents", READ, "", "/v1/projects/{p}/documents"),
     Row("GET", f"{P}/documents/<docpath:path>", READ, "", "/v1/projects/{p}/documents/PROJECT.md"),
     Row("PUT", f"{P}/documents/<docpath:path>", write(201), "not a memory write",
-        "/v1/projects/{p}/documents/adr/0002-matrix.md", "document", rw(DOCUMENT, QUOTA)),
+        "/v1/projects/{p}/documents/adr/0002-matrix.md", "document", rw(DOCUMENT, QUOTA, LEDGER)),
     Row("GET", f"{P}/documents/<docpath:path>/revisions", READ, "",
         "/v1/projects/{p}/documents/PROJECT.md/revisions"),
     # --- context and inventory --------------------------------------------------------------
@@ -167,18 +167,18 @@ API: list[Row] = [
     # --- work items ----------------------------------------------------------------------------
     Row("GET", f"{P}/work", READ, "", "/v1/projects/{p}/work"),
     Row("POST", f"{P}/work", write(201), "", "/v1/projects/{p}/work", "work",
-        rw("governance.WorkItem", REVISION, "governance.WorkFile", QUOTA)),
+        rw("governance.WorkItem", REVISION, "governance.WorkFile", QUOTA, LEDGER)),
     Row("GET", W, READ, "", "/v1/projects/{p}/work/{work}"),
     Row("GET", f"{W}/files/<filename:name>", READ, "",
         "/v1/projects/{p}/work/{work}/files/DIRECT.md"),
     Row("PUT", f"{W}/files/<filename:name>", write(200), "",
         "/v1/projects/{p}/work/{work}/files/DIRECT.md", "file",
-        rw("governance.WorkFile", QUOTA)),
+        rw("governance.WorkFile", QUOTA, LEDGER)),
     Row("GET", f"{W}/tasks/<task:task_id>/<filename:name>", READ, "",
         "/v1/projects/{p}/work/{work}/tasks/t1/BRIEF.md"),
     Row("PUT", f"{W}/tasks/<task:task_id>/<filename:name>", write(200), "",
         "/v1/projects/{p}/work/{work}/tasks/t1/BRIEF.md", "file",
-        rw("governance.TaskArtifact", QUOTA)),
+        rw("governance.TaskArtifact", QUOTA, LEDGER)),
     # --- governance ------------------------------------------------
     Row("GET", G, READ, "", "/v1/projects/{p}/work/{work}/governance"),
     Row("GET", f"{G}/state.md", READ, "", "/v1/projects/{p}/work/{work}/governance/state.md"),
@@ -188,25 +188,25 @@ API: list[Row] = [
     Row("POST", f"{G}/evidence", write(200), "", "/v1/projects/{p}/work/{work}/governance/evidence",
         "evidence", GOV_WRITES),
     Row("POST", f"{G}/update", write(200), "", "/v1/projects/{p}/work/{work}/governance/update",
-        "update", rw(REVISION)),
+        "update", rw(REVISION, LEDGER)),
     Row("POST", f"{G}/mutations", write(200), "",
-        "/v1/projects/{p}/work/{work}/governance/mutations", "mutation", rw(REVISION)),
+        "/v1/projects/{p}/work/{work}/governance/mutations", "mutation", rw(REVISION, LEDGER)),
     Row("POST", f"{G}/mutations/<text:pending_id>/complete", write(200), "",
         "/v1/projects/{p}/work/{mutating}/governance/mutations/mut-a/complete",
         "mutation_complete", GOV_WRITES),
     Row("POST", f"{G}/mutations/<text:pending_id>/clear", write(200), "",
         "/v1/projects/{p}/work/{mutating}/governance/mutations/mut-a/clear", "mutation_clear",
-        rw(REVISION)),
+        rw(REVISION, LEDGER)),
     Row("POST", f"{G}/commits", write(200), "",
-        "/v1/projects/{p}/work/{verified}/governance/commits", "commit", rw(REVISION)),
+        "/v1/projects/{p}/work/{verified}/governance/commits", "commit", rw(REVISION, LEDGER)),
     Row("POST", f"{G}/commits/<text:pending_id>/complete", write(200), "",
         "/v1/projects/{p}/work/{committing}/governance/commits/commit-a/complete",
         "commit_complete", GOV_WRITES),
     Row("POST", f"{G}/commits/<text:pending_id>/clear", write(200), "",
         "/v1/projects/{p}/work/{committing}/governance/commits/commit-a/clear", "commit_clear",
-        rw(REVISION)),
+        rw(REVISION, LEDGER)),
     Row("POST", f"{G}/lifecycle", write(200), "",
-        "/v1/projects/{p}/work/{work}/governance/lifecycle", "lifecycle", rw(REVISION)),
+        "/v1/projects/{p}/work/{work}/governance/lifecycle", "lifecycle", rw(REVISION, LEDGER)),
     Row("POST", f"{G}/guard", write(200), "a question; writes nothing",
         "/v1/projects/{p}/work/{work}/governance/guard", "guard"),
     Row("GET", f"{P}/sessions/<session:session_id>/active-work", READ, "",
@@ -241,7 +241,7 @@ API: list[Row] = [
     Row("GET", f"{P}/skills/match", READ, "", "/v1/projects/{p}/skills/match?text=flaky"),
     Row("GET", f"{P}/skills/<text:name>", READ, "", "/v1/projects/{p}/skills/fix-flaky-test"),
     Row("PUT", f"{P}/skills/<text:name>", write(201), "", "/v1/projects/{p}/skills/matrix-skill",
-        "skill", rw("governance.Skill", QUOTA)),
+        "skill", rw("governance.Skill", QUOTA, LEDGER)),
     # --- fallback ------------------------------------------------
     Row("ANY", "^v1(?:/.*)?$", UNKNOWN_404, "unknown /v1 path: JSON 404, no auth step",
         "/v1/no-such-route"),

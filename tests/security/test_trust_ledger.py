@@ -227,7 +227,7 @@ def test_accept_and_reject_through_the_model_verify_clean(alpha):
         ("standards_import", second.pk), ("standards_decision", second.decision.pk),
     ]
     code, lines, _ = doctor_run("--project", "alpha")
-    assert "ok   alpha: ledger (4 records, every standards import and decision on it)" in lines
+    assert "ok   alpha: ledger (4 records, every trust-bearing row on it)" in lines
 
 
 @pytest.mark.parametrize("verb", ["accept", "reject"])
