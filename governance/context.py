@@ -21,7 +21,7 @@ from gedweb.lib import framing
 from gedweb.lib.substantive import is_substantive
 from governance import ledger, services
 from governance.models import ContextDelivery, EvidenceRecord, WorkItem
-from governance.standards import render_served, served_imports
+from governance.standards import render_served, served_and_left_out
 from memory.documents import document_current
 from memory.models import DocumentRevision, MemoryEntry, Project
 
@@ -111,12 +111,11 @@ def _on_record(kind: str, rows: list[Any]) -> tuple[list[Any], list[Any]]:
 
 
 def _standards_sections(project: Project) -> list[Section]:
-    served = served_imports(project)
     # Only bytes whose import and decision rows match the trust ledger are
     # labelled approved instructions; the rest are named and left out.
-    unverified = ledger.unverified_imports(served)
-    notes = [_left_out(row.path) for row in served if row.pk in unverified]
-    approved = render_served([row for row in served if row.pk not in unverified])
+    served, left_out = served_and_left_out(project)
+    notes = [_left_out(row.path) for row, _ in left_out]
+    approved = render_served(served)
     if approved is None:
         return notes
     text, _ = approved

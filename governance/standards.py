@@ -102,8 +102,33 @@ def standards_import_submit(
     return row, True
 
 
+def served_and_left_out(
+    project: Project,
+) -> tuple[list[StandardsImport], list[tuple[StandardsImport, str]]]:
+    """(the approved version of each path, in STANDARDS.md order; the approved
+    versions left out because their import or decision row is not on the trust
+    ledger's record, with why).
+
+    A path whose newest approval is off the record is left out, not served
+    from an older approval: the forgery is what an operator has to see.
+    """
+    newest = _newest_accepted(project)
+    unverified = ledger.unverified_imports(newest)
+    return ([row for row in newest if row.pk not in unverified],
+            [(row, unverified[row.pk]) for row in newest if row.pk in unverified])
+
+
 def served_imports(project: Project) -> list[StandardsImport]:
-    """The approved version of each path, in STANDARDS.md order."""
+    """The approved version of each path that GedWeb serves, in STANDARDS.md order.
+
+    Every reader of approved instructions goes through here (the context
+    bundle, /standards, the state, ged_export, the admin): bytes off the
+    trust ledger's record are never served as approved.
+    """
+    return served_and_left_out(project)[0]
+
+
+def _newest_accepted(project: Project) -> list[StandardsImport]:
     accepted = (
         StandardsImport.objects.for_project(project)
         .with_status(StandardsDecision.Status.ACCEPTED)
@@ -158,8 +183,9 @@ def _source_state(served: StandardsImport | None, latest: StandardsImport) -> st
 
 def standards_state(project: Project) -> dict[str, Any]:
     """Every decision, and per path what is served and whether a renewal is open."""
-    served = served_imports(project)
+    served, left_out = served_and_left_out(project)
     served_by_path = {row.path: row for row in served}
+    left_out_paths = {row.path for row, _ in left_out}
     ids = {row.pk for row in served}
     rows = list(
         StandardsImport.objects.for_project(project).select_related("decision").order_by("id")
@@ -175,7 +201,8 @@ def standards_state(project: Project) -> dict[str, Any]:
         sources.append(
             {
                 "path": path,
-                "state": _source_state(approved, latest[path]),
+                "state": ("left-out" if path in left_out_paths
+                          else _source_state(approved, latest[path])),
                 "served_sha256": approved.sha256 if approved else None,
                 "latest_sha256": latest[path].sha256,
                 "latest_status": latest[path].status,
@@ -189,6 +216,7 @@ def standards_state(project: Project) -> dict[str, Any]:
         "standards_hash": rendered[1] if rendered else None,
         "rule": RULE,
         "served": [import_as_dict(row, ids) for row in served],
+        "left_out": [{**import_as_dict(row, ids), "reason": reason} for row, reason in left_out],
         "sources": sources,
         **by_status,
     }

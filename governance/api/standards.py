@@ -62,19 +62,27 @@ class StandardsImportPageSerializer(serializers.Serializer):
 class StandardsSourceSerializer(serializers.Serializer):
     path = serializers.CharField()
     state = serializers.CharField(
-        help_text="approved, pending, rejected, renewal-pending or renewal-rejected; "
-        "renewal-*: the older approved bytes are still served while the newest "
-        "version is pending or was rejected",
+        help_text="approved, pending, rejected, renewal-pending, renewal-rejected or "
+        "left-out; renewal-*: the older approved bytes are still served while the newest "
+        "version is pending or was rejected; left-out: the newest approval is not on the "
+        "trust ledger's record, and nothing of the path is served",
     )
     served_sha256 = serializers.CharField(allow_null=True)
     latest_sha256 = serializers.CharField()
     latest_status = serializers.CharField(help_text="pending, accepted or rejected")
 
 
+class StandardsLeftOutSerializer(StandardsImportSerializer):
+    reason = serializers.CharField()
+
+
 class StandardsStateSerializer(serializers.Serializer):
     standards_hash = serializers.CharField(allow_null=True)
     rule = serializers.CharField()
     served = StandardsImportSerializer(many=True)
+    left_out = StandardsLeftOutSerializer(
+        many=True, help_text="approvals not served: their import or decision row does not "
+        "match the trust ledger (doctor: ledger)")
     sources = StandardsSourceSerializer(many=True)
     accepted = StandardsImportSerializer(many=True)
     pending = StandardsImportSerializer(many=True)
@@ -105,7 +113,8 @@ class StandardsView(ProjectAPIView):
                 description="STANDARDS.md in GedPi's byte format, from accepted bytes only; "
                 "`X-Standards-Hash` is the sha256 of the body; `X-Standards-Stale-Paths` lists "
                 "paths whose approved bytes are served while a newer version is pending or "
-                "rejected",
+                "rejected; `X-Standards-Left-Out-Paths` lists paths left out because their "
+                "approval is not on the trust ledger's record",
             ),
             **errors(401, 404),
         },
@@ -122,6 +131,9 @@ class StandardsView(ProjectAPIView):
         stale = [s["path"] for s in state["sources"] if s["state"].startswith("renewal-")]
         if stale:
             response["X-Standards-Stale-Paths"] = ", ".join(stale)
+        if state["left_out"]:
+            response["X-Standards-Left-Out-Paths"] = ", ".join(
+                row["path"] for row in state["left_out"])
         return response
 
 

@@ -9,16 +9,21 @@ the append-only triggers off (a superuser), and edits of the ledger itself.
 
 from __future__ import annotations
 
+import json
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
 
 from gedweb.lib.standards import sha256_text
 from governance import doctor, ledger, ledger_checkpoints, standards
 from governance.context import context_bundle
 from governance.models import LedgerRecord, StandardsDecision, StandardsImport
+from memory.models import Membership
 from tests.admin.conftest import OPERATOR, staff  # noqa: F401 - the staff fixture
 from tests.conftest import postgres_only, run_in_threads
 from tests.interop.test_doctor import doctor_run, failures, triggers_off
@@ -321,3 +326,58 @@ def test_concurrent_imports_and_decisions_keep_one_unbroken_ledger(live_db, make
     results = run_in_threads(write, 4)
     assert not [result for result in results if isinstance(result, BaseException)]
     assert ledger.ledger_verify(target.project) == (6, [])
+
+
+# --- every reader of approved instructions (issue 16 §1) ----------------------------------
+
+
+def test_standards_get_serves_only_approvals_on_the_record_and_names_the_rest(alpha,
+                                                                               client_for):
+    submit(alpha.project, KIND, path="CLAUDE.md").accept(by="admin", sha256=sha256_text(KIND))
+    insert_decision(submit(alpha.project).pk)
+    reply = client_for(alpha.token).get("/v1/projects/alpha/standards")
+    assert reply.status_code == 200
+    text = reply.content.decode()
+    assert "Be kind." in text and EVIL.strip() not in text
+    assert reply["X-Standards-Left-Out-Paths"] == "AGENTS.md"
+    assert reply["X-Standards-Hash"] == sha256_text(text)
+
+
+def test_with_only_a_forged_approval_standards_get_is_404(alpha, client_for):
+    insert_decision(submit(alpha.project).pk)
+    assert client_for(alpha.token).get("/v1/projects/alpha/standards").status_code == 404
+
+
+def test_the_standards_state_lists_a_forged_approval_as_left_out_with_its_reason(alpha,
+                                                                                 client_for):
+    row = submit(alpha.project)
+    decision_id = insert_decision(row.pk)
+    state = client_for(alpha.token).get("/v1/projects/alpha/standards/state").json()
+    assert state["served"] == [] and state["standards_hash"] is None
+    assert [(item["id"], item["path"], item["reason"]) for item in state["left_out"]] == [
+        (row.pk, "AGENTS.md", f"governance_standardsdecision row {decision_id} has no ledger "
+         "record: it was inserted without going through GedWeb")]
+    assert [(s["path"], s["state"]) for s in state["sources"]] == [("AGENTS.md", "left-out")]
+
+
+def test_ged_export_writes_no_forged_approval(alpha, tmp_path):
+    submit(alpha.project, KIND, path="CLAUDE.md").accept(by="admin", sha256=sha256_text(KIND))
+    insert_decision(submit(alpha.project).pk)
+    call_command("ged_export", "--project", "alpha", str(tmp_path / "out"), stdout=StringIO())
+    standards_md = (tmp_path / "out" / ".ged" / "STANDARDS.md").read_text()
+    assert "Be kind." in standards_md and EVIL.strip() not in standards_md
+    state = json.loads((tmp_path / "out" / ".ged" / "IMPORT-STATE.json").read_text())
+    assert [entry["path"] for entry in state["accepted"]] == ["CLAUDE.md"]
+
+
+def test_the_standards_page_shows_a_forged_approval_as_left_out(alpha, django_user_model):
+    row = submit(alpha.project)
+    insert_decision(row.pk)
+    user = django_user_model.objects.create_user("vera", "vera@example.org", "pw-x-123456789")
+    Membership.objects.create(user=user, project=alpha.project)
+    client = Client()
+    client.force_login(user)
+    page = client.get("/p/alpha/standards/").content.decode()
+    assert "Approvals left out" in page
+    assert f"<code>AGENTS.md</code> (import {row.pk}): governance_standardsdecision row" in page
+    assert "nothing accepted yet" in page
