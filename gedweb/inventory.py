@@ -176,7 +176,9 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.StandardsDecision",
         "storage": "database",
-        "producer": "StandardsImport.accept/reject (admin token or Django admin)",
+        "producer": "StandardsImport.accept/reject (admin token, Django admin, or "
+                    "`ged_import --trust-decisions` for a checkout's IMPORT-STATE.json an "
+                    "operator names)",
         "consumers": ["STANDARDS.md assembly", "standards state view", "operators"],
         "authority": "approved-instructions",
         "lifecycle": f"{_APPEND_ONLY}; at most one per import: who accepted or rejected, and when",
@@ -184,8 +186,10 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.LedgerRecord",
         "storage": "database",
-        "producer": "every trust-bearing write, in its own transaction (ledger_append)",
-        "consumers": ["doctor (ledger)", "context bundle (approved instructions)"],
+        "producer": "every insert of a trust-bearing row, in its own transaction "
+                    "(governance.ledger.record_created, a post_save receiver)",
+        "consumers": ["doctor (ledger)", "GET /ledger/verify",
+                      "context bundle, /standards, ged_export, skills match (what is served)"],
         "authority": "machine-authority",
         "lifecycle": f"{_APPEND_ONLY}; one per trust-bearing row, hash-linked and signed",
     },

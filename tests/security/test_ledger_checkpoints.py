@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection, transaction
 
 from gedweb.lib.standards import sha256_text
 from governance import ledger, ledger_checkpoints, standards
 from governance.models import LedgerRecord, StandardsDecision, StandardsImport
 from memory import checkpoints
+from memory.documents import document_put
 from memory.models import format_timestamp
 from tests.interop.test_doctor import doctor_run, failures, triggers_off
 
@@ -315,3 +317,16 @@ def test_the_route_answers_the_project_and_the_admin_only(alpha, beta, memory_ro
     assert other.json() == {"code": "not_found", "message": "not found"}
     assert verify(client_for(None)).status_code == 401
     assert verify(client_for(beta.token), "nope").status_code == 404
+
+
+def test_a_transaction_of_many_records_catches_the_file_up_once_and_fully(
+        live_db, make_project, memory_root):
+    project = make_project("alpha").project
+    with transaction.atomic():
+        for number in range(1, 6):
+            document_put(project=project, path=f"adr/000{number}-x.md", author="seed",
+                         content=f"# {number}. X\n\nChosen.\n")
+        assert len(connection.run_on_commit) == 1  # one catch-up queued, not five
+    lines = (memory_root / "alpha" / ledger_checkpoints.NAME).read_text().splitlines()
+    assert [line.split(" ")[1] for line in lines] == ["1", "2", "3", "4", "5"]
+    assert ledger.ledger_verify(project) == (5, [])
