@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test gates bench lint check-python clean
+.PHONY: run test gates bench bench-ledger lint check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -49,6 +49,11 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# What the trust ledger costs a write, in process (docs/performance.md); SQLite,
+# plus PostgreSQL with LEDGER_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".
+bench-ledger: $(VENV)/.installed-dev
+	$(BIN)/python bench/ledger.py $(LEDGER_ARGS)
 
 clean:
 	rm -rf $(VENV) .data/test-gedweb-*.sqlite3* .pytest_cache
