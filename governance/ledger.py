@@ -13,9 +13,10 @@ each carries an HMAC of its link under the installation's signing key
 - an edited, deleted or re-chained record breaks the chain or its HMAC.
 
 Lock order: the project row lock first (memory.services._lock_project, the
-lock memory appends take), then the trust-bearing INSERT and its record,
-quota charges last. On SQLite the transaction already holds the only
-write lock.
+lock memory appends take), then a work item's row lock where there is one
+(governance.services._lock_work takes both), then the trust-bearing INSERTs
+and their records, quota charges last. On SQLite the transaction already
+holds the only write lock.
 
 Covered (a kind, a table and a digest function each, below): standards
 imports and decisions, document revisions, work items, governance
