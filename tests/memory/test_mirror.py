@@ -271,6 +271,32 @@ def test_a_mirror_ending_with_a_block_of_an_unknown_hash_is_rebuilt(mirrored):
     assert_mirror_exact(mirrored.project)
 
 
+def _edit_the_last_block_keeping_its_trailer(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    content = data.rindex(b"entry 4 of 5")
+    assert content > data.rindex(b"\n## ")  # in the last block, before its trailer
+    data[content] = ord("E")
+    path.write_bytes(bytes(data))
+
+
+def test_a_last_block_edited_with_its_trailer_intact_is_rebuilt_by_sync(mirrored):
+    # The trailer still names the newest entry's uuid and hash: only the
+    # byte comparison of the whole block tells the file is not the record.
+    _edit_the_last_block_keeping_its_trailer(mirror.mirror_path(mirrored.id))
+    assert mirror.check(mirrored.project) is False
+    assert mirror.sync(mirrored.project).rebuilt
+    assert_mirror_exact(mirrored.project)
+
+
+def test_a_last_block_edited_with_its_trailer_intact_is_repaired_by_the_next_append(
+    mirrored, append
+):
+    _edit_the_last_block_keeping_its_trailer(mirror.mirror_path(mirrored.id))
+    append(mirrored.project, "after the edit")
+    assert_mirror_exact(mirrored.project)
+    assert b"Entry 4 of 5" not in file_bytes(mirrored.project)
+
+
 @pytest.mark.parametrize("damage", SOME_DAMAGE)
 def test_the_check_command_exits_1_naming_the_damaged_project(mirrored, damage):
     damage(mirror.mirror_path(mirrored.id))
