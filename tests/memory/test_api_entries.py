@@ -159,6 +159,24 @@ def test_created_at_follows_seq_order(alpha, client):
     assert [format_timestamp(moment) for moment in stored] == stamps
 
 
+def test_created_at_still_increases_with_seq_when_the_clock_steps_back(
+    alpha, client, monkeypatch
+):
+    first = post(client, alpha.id, category="c", content="before the step").json()
+    stored_first = MemoryEntry.objects.get(seq=1).created_at
+    stepped_back = stored_first - timedelta(hours=1)
+    # The service's own clock (memory.services imports django.utils.timezone).
+    monkeypatch.setattr(services.timezone, "now", lambda: stepped_back)
+
+    second = post(client, alpha.id, category="c", content="after the step").json()
+
+    stored_second = MemoryEntry.objects.get(seq=2).created_at
+    assert stored_second > stored_first
+    assert stored_second - stored_first < timedelta(seconds=1)  # clamped, not the far future
+    assert second["created_at"] > first["created_at"]
+    assert services.memory_chain_verify(project=alpha.project).ok
+
+
 def test_the_author_is_the_token_name(alpha, client, client_for):
     _, raw = services.project_token_create(project=alpha.project, name="ci-bot")
 
