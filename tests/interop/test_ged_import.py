@@ -364,6 +364,45 @@ def test_a_higher_revision_that_rewrites_evidence_is_refused(alpha, tree, import
     assert database() == before
 
 
+def test_a_higher_revision_that_rewrites_lifecycle_transitions_is_refused(alpha, tree, imported):
+    document = file_json(tree, governance_path(DIRECT_ID))
+    assert document["lifecycleTransitions"]  # the abandon the fixture recorded
+    document["lifecycleTransitions"][0]["reason"] = "Rewritten after the fact."
+    document["revision"] += 1
+    (tree / governance_path(DIRECT_ID)).write_bytes(pretty(document))
+    before = database()
+    message = refused(str(tree), "--project", "alpha")
+    assert DIRECT_ID in message and "rewrites GedWeb's lifecycleTransitions" in message
+    assert database() == before
+
+
+def _change_created_at(document: dict[str, Any]) -> None:
+    document["createdAt"] = gov.format_time(trees.at(0))
+
+
+def _change_repository_id(document: dict[str, Any]) -> None:
+    document["repository"]["repositoryId"] = "9" * 64
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    pytest.param(_change_created_at, "createdAt", id="createdAt"),
+    pytest.param(_change_repository_id, "repository", id="repositoryId"),
+])
+def test_a_higher_revision_that_changes_a_constant_key_is_refused(
+    alpha, tree, imported, change, key
+):
+    document = file_json(tree, governance_path(PLANNED_ID))
+    original = json.loads(json.dumps(document))
+    change(document)
+    assert document != original
+    document["revision"] += 1
+    (tree / governance_path(PLANNED_ID)).write_bytes(pretty(document))
+    before = database()
+    message = refused(str(tree), "--project", "alpha")
+    assert PLANNED_ID in message and f"changes {key}, which never changes" in message
+    assert database() == before
+
+
 def test_a_trusted_standards_decision_contradicting_gedweb_is_refused(alpha, tree):
     trust = ("--trust-decisions", "CLAUDE.md", "--by", "vera")
     run(str(tree), "--project", "alpha", *trust)
