@@ -198,6 +198,21 @@ def test_two_accepted_files_are_served_in_acceptance_order(alpha, api):
     )
 
 
+def test_sections_follow_acceptance_not_submission_order(alpha, api):
+    agents = offered(alpha.project, "AGENTS.md", USE)  # submitted first
+    claude = offered(alpha.project, "CLAUDE.md", CLAUDE)
+    claude.accept(by="seed-admin", sha256=claude.sha256)  # accepted first
+    agents.accept(by="seed-admin", sha256=agents.sha256)
+
+    assert [row.path for row in standards.served_imports(alpha.project)] == [
+        "CLAUDE.md", "AGENTS.md"]
+    body = api.get(url(alpha.id)).content
+    assert body.count(b"## CLAUDE.md\n") == body.count(b"## AGENTS.md\n") == 1
+    assert body.index(b"## CLAUDE.md\n") < body.index(b"## AGENTS.md\n")
+    assert body == render_standards([("CLAUDE.md", claude.sha256, CLAUDE),
+                                     ("AGENTS.md", agents.sha256, USE)]).encode()
+
+
 def test_the_standards_hash_header_is_the_sha256_of_the_served_bytes(alpha, api):
     accepted(alpha.project, "AGENTS.md", USE)
     response = api.get(url(alpha.id))
