@@ -56,7 +56,7 @@ MARKERS = {
     "serializer": ("rest_framework/serializers.py", "is_valid"),
     "service": ("memory/services.py", "memory_entry_create"),
     "writer_queue": ("gedweb/db/sqlite3/base.py", "acquire"),
-    "row_lock": ("memory/services.py", "_lock_project"),
+    "row_lock": ("memory/locks.py", "lock_project"),
     "head_read": ("memory/querysets.py", "newest_chain_row"),
     "insert": ("memory/models.py", "save"),
     "commit": ("django/db/backends/base/base.py", "commit"),

@@ -58,6 +58,7 @@ from memory.documents import (
     document_put,
     validate_document_content,
 )
+from memory.locks import lock_project
 from memory.models import Project
 
 T = TypeVar("T")
@@ -860,7 +861,7 @@ def import_checkout(
     # kind (memory.quotas.deferred): after every work item lock, as single
     # writes take them, and over quota the whole import is refused.
     with transaction.atomic(), quotas.deferred():
-        Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
+        lock_project(project)
         for path, (rel, text) in checkout.documents.items():
             result.count("documents", _put_document(project, path, rel, text, author, reason))
         for entry in checkout.standards:

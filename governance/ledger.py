@@ -12,7 +12,7 @@ each carries an HMAC of its link under the installation's signing key
   has no record, and a record inserted for it fails its HMAC;
 - an edited, deleted or re-chained record breaks the chain or its HMAC.
 
-Lock order: the project row lock first (memory.services._lock_project, the
+Lock order: the project row lock first (memory.locks.lock_project, the
 lock memory appends take), then a work item's row lock where there is one
 (governance.services._lock_work takes both), then the trust-bearing INSERTs
 and their records, quota charges last. On SQLite the transaction already
@@ -49,8 +49,8 @@ from governance.models import (
     WorkItem,
 )
 from memory import checkpoints
+from memory.locks import lock_project
 from memory.models import DocumentRevision, Project, format_timestamp
-from memory.services import _lock_project
 
 MAC_SALT = "gedweb.governance.LedgerRecord.v1"
 Kind = LedgerRecord.Kind
@@ -245,8 +245,8 @@ def new_record(*, project_id: str, seq: int, prev_hash: str, kind: str, row: Any
 
 
 def ledger_lock(project_id: str) -> None:
-    """Serialise ledger appends of a project: the row lock memory appends take."""
-    _lock_project(Project(pk=project_id))
+    """Serialise ledger appends of a project: the project lock (memory.locks)."""
+    lock_project(project_id)
 
 
 def ledger_append(*, project_id: str, kind: str, row: Any) -> LedgerRecord:

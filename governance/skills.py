@@ -26,6 +26,7 @@ from gedweb.lib.standards import sha256_text
 from governance import ledger
 from governance.models import Skill
 from memory import quotas
+from memory.locks import lock_project
 from memory.models import Project, format_timestamp
 
 CREATED, CONFIRMED = "created", "confirmed"
@@ -65,7 +66,7 @@ def skill_put(
     with transaction.atomic():
         # Serialises writers of this project's skills across processes;
         # UNIQUE(project, name, version) is the backstop.
-        Project.objects.select_for_update().filter(pk=project.pk).first()
+        lock_project(project)
         current = _current(project, name)
         if current is not None and current.content != content:
             raise Conflict(
@@ -115,7 +116,7 @@ def skill_record_legacy(
     if provenance not in Skill.Provenance.values:
         raise ValidationError({"provenance": [f"must be one of {', '.join(Skill.Provenance)}"]})
     with transaction.atomic():
-        Project.objects.select_for_update().filter(pk=project.pk).first()
+        lock_project(project)
         current = _current(project, name)
         if current is not None:
             if (current.content, current.recorded_hash, current.provenance) == (
@@ -255,7 +256,7 @@ def skill_import(
     if provenance not in Skill.Provenance.values:
         raise ValidationError({"provenance": [f"must be one of {', '.join(Skill.Provenance)}"]})
     with transaction.atomic():
-        Project.objects.select_for_update().filter(pk=project.pk).first()
+        lock_project(project)
         current = _current(project, name)
         if (
             current is not None

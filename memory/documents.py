@@ -26,6 +26,7 @@ from gedweb.exceptions import Conflict, StaleRevision
 from gedweb.lib.governance import WORK_ID_RE
 from gedweb.lib.substantive import is_substantive
 from memory import quotas
+from memory.locks import lock_project
 from memory.models import DocumentRevision, Project, format_timestamp
 
 __all__ = [
@@ -206,7 +207,7 @@ def document_put(
         _require_work_item(project, target.ident or "")
     try:
         with transaction.atomic():
-            Project.objects.select_for_update(no_key=True).only("id").get(pk=project.pk)
+            lock_project(project)
             current = DocumentRevision.objects.for_project(project).for_path(path).newest()
             if current is None:
                 if expected_revision not in (None, 0):

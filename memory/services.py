@@ -21,11 +21,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gedweb.db.compiled import CompiledRead
 from gedweb.exceptions import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from memory import checkpoints, mirror, quotas
+from memory.locks import lock_project
 from memory.models import (
     Membership,
     MemoryCandidate,
@@ -211,27 +211,6 @@ def _keyed_entry(project: Project, scope: str, author: str, key: str) -> MemoryE
     )
 
 
-def _lock_project(project: Project) -> None:
-    # On SQLite the transaction began with BEGIN IMMEDIATE (behind the
-    # writer queue of gedweb.db.sqlite3) and already holds the database's
-    # only write lock: a row lock would add a query and nothing else.
-    if connection.vendor == "sqlite":
-        return
-    if _PROJECT_ROW_LOCK.first(project_id=project.pk) is None:
-        raise Project.DoesNotExist(f"project {project.pk} does not exist")
-
-
-# NO KEY UPDATE serialises appends without blocking inserts that merely
-# reference the project (tokens, candidates). Compiled once: every append
-# on PostgreSQL takes it (gedweb/db/compiled.py).
-_PROJECT_ROW_LOCK = CompiledRead(
-    lambda project_id: Project.objects.select_for_update(no_key=True)
-    .filter(pk=project_id)
-    .values("id")[:1],
-    "project_id",
-)
-
-
 def _append_locked(
     *,
     project: Project,
@@ -247,7 +226,7 @@ def _append_locked(
 ) -> AppendResult:
     """The one append: replay by key, or take the next seq and link it to the head.
 
-    The caller holds a transaction and the project row lock (_lock_project),
+    The caller holds a transaction and the project row lock (memory.locks.lock_project),
     has validated the fields, and schedules the mirror update on commit.
     created_at is None for a new entry (now) and the original time for an
     import, kept as given even if an earlier seq carries a later time.
@@ -337,7 +316,7 @@ def memory_entry_create(
         with transaction.atomic():
             if idempotency_key is not None:
                 _claim_idempotency_key(project, idempotency_scope or author, idempotency_key)
-            _lock_project(project)
+            lock_project(project)
             result = _append_locked(
                 project=project,
                 author=author,
@@ -436,7 +415,7 @@ def memory_entries_import(
     present: list[MemoryEntry] = []
     try:
         with transaction.atomic(), quotas.deferred():
-            _lock_project(project)
+            lock_project(project)
             for row in rows:
                 try:
                     result = _append_locked(
