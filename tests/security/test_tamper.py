@@ -550,6 +550,25 @@ def test_a_torn_last_line_is_ignored_and_cut_before_the_next_append(chained, mem
     assert verify(chained.project).ok is True
 
 
+def test_a_forged_line_with_a_higher_seq_does_not_stop_the_catch_up(chained, memory_root):
+    # A line claiming seq 99 without a valid HMAC: the catch-up must not take
+    # it for the newest checkpoint, or the real one at seq 8 would never be written.
+    path = checkpoint_file(memory_root)
+    parts = path.read_text().splitlines()[-1].split(" ")
+    forged = " ".join([parts[0], "99", *parts[2:]]) + "\n"
+    with path.open("a") as handle:
+        handle.write(forged)
+    _append(chained.project, COUNT + 1)
+    taken = services.chain_checkpoint_take(project=chained.project)
+    assert taken is not None
+    lines = path.read_text().splitlines(keepends=True)
+    assert lines[-2] == forged  # appended after it, nothing rewritten
+    real = ChainCheckpoint.objects.get(project_id="alpha", seq=COUNT + 1)
+    assert lines[-1] == (f"v2 {real.seq} {real.hash} {format_timestamp(real.created_at)} "
+                         f"{real.key_id} {real.mac}\n")
+    assert len(lines) == len(SAMPLE) + 2
+
+
 def test_the_file_is_only_appended_to(chained, memory_root):
     before = checkpoint_file(memory_root).read_bytes()
     services.chain_checkpoint_take(project=chained.project)  # head already on record
