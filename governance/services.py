@@ -535,8 +535,17 @@ def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
                                        author=author, created_at=timezone.now())
 
 
+def validate_task_id(task_id: str) -> None:
+    """A task id is one path segment of .ged/work/<id>/tasks/ (gedweb.lib.governance)."""
+    if not gov.SEGMENT_RE.fullmatch(task_id.lower()):
+        raise ValidationError({"task_id": [
+            "must be 1-128 characters of letters, digits, '.', '_' and '-', starting with a "
+            "letter or digit"]})
+
+
 def task_artifact_write(*, work: WorkItem, task_id: str, name: str, content: str, author: str,
                         expected_version: int | None = None) -> TaskArtifact:
+    validate_task_id(task_id)
     validate_work_text(content)
     if name == TaskArtifact.Name.HISTORY:
         try:
@@ -713,6 +722,7 @@ def latest_task_artifacts(work: WorkItem) -> dict[tuple[str, str], TaskArtifact]
 
 def task_artifact_import(*, work: WorkItem, task_id: str, name: str, content: str,
                          author: str) -> bool:
+    validate_task_id(task_id)
     validate_work_text(content)
     current = (
         TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gedweb.exceptions import Conflict
-from gedweb.lib.governance import format_time, render_state_md
+from gedweb.lib.governance import SEGMENT_RE, format_time, render_state_md
 from governance import services
 from governance.api import serializers as s
 from governance.models import ActiveWork, GovernanceRevision, TaskArtifact, WorkFile, WorkItem
@@ -172,12 +171,10 @@ class WorkFileView(WorkAPIView):
         return Response(_file_body(row))
 
 
-_TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
-
-
 class TaskArtifactView(WorkAPIView):
     def _target(self, task_id: str, name: str) -> str:
-        if not _TASK_ID.fullmatch(task_id.lower()) or name not in TaskArtifact.Name.values:
+        # A task id outside the rule (services.validate_task_id) names no artifact.
+        if not SEGMENT_RE.fullmatch(task_id.lower()) or name not in TaskArtifact.Name.values:
             raise Http404
         return name
 

@@ -528,6 +528,18 @@ def test_a_bad_task_id_is_404(api, planned_work, method, task_id):
     assert not TaskArtifact.objects.exists()
 
 
+@pytest.mark.parametrize("task_id", [".hidden", "-x", "..", "../x", "a/b", "a" * 129, "T 01",
+                                     "T01\x00", ""])
+@pytest.mark.parametrize("service", ["task_artifact_write", "task_artifact_import"])
+def test_the_services_refuse_a_bad_task_id_whoever_calls_them(planned_work, service, task_id):
+    """The rule is the services', not only the view's: ged_import and commands call them."""
+    with pytest.raises(ValidationError) as refused:
+        getattr(services, service)(work=planned_work, task_id=task_id, name="BRIEF.md",
+                                   content="# x\n", author="seed")
+    assert list(refused.value.message_dict) == ["task_id"]
+    assert not TaskArtifact.objects.exists()
+
+
 @pytest.mark.parametrize("method", ["get", "put"])
 def test_a_traversing_task_path_is_404(api, planned_work, method):
     url = work_url("alpha", planned_work.work_id, "tasks", "..", "x", "BRIEF.md")
