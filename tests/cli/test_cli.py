@@ -270,6 +270,18 @@ def test_verify_names_a_forged_middle_link(gedweb_server: LiveServer) -> None:
     assert "seq 3" in forged.stderr
 
 
+def test_verify_fails_on_a_malformed_last_entry(gedweb_server: LiveServer) -> None:
+    entries: list[Any] = _chain("garbage", 3)
+    entries.append({"seq": 4, "content": "garbage without a hash or a link"})
+    with forged_server(entries) as url:
+        env = gedweb_server.cli_env(GEDWEB_URL=url)
+        result = run_cli("memory", "verify", "--project", "garbage", env=env)
+    assert result.returncode == 1, result.stdout
+    report = json.loads(result.stdout)
+    assert (report["ok"], report["first_bad_seq"], report["entries"]) == (False, 4, 4)
+    assert "broken at seq 4" in result.stderr
+
+
 # --- a token in clear --------------------------------------------------------------------
 
 

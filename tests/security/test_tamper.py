@@ -752,6 +752,21 @@ def test_the_cli_rejects_a_forged_middle_link_whose_neighbours_agree():
         False, 3, entries[-1]["hash"])
 
 
+@pytest.mark.parametrize("garbage", [
+    pytest.param({"seq": 6, "content": "no hash, no link"}, id="entry-missing-fields"),
+    pytest.param("not an entry", id="a-string"),
+    pytest.param(None, id="null"),
+])
+def test_the_cli_fails_verification_on_a_malformed_last_entry(garbage):
+    """A malformed entry is a broken link, never dropped: the five good ones do not vouch for it."""
+    entries = _downloaded(5)
+    assert local_verify(entries)["ok"] is True
+    report = local_verify([*entries, garbage])
+    assert report["ok"] is False
+    assert report["first_bad_seq"] == 6
+    assert report["entries"] == 6
+
+
 # --- T01, T02: the checkpoint table is append-only as well ------------------------------------
 
 
