@@ -25,7 +25,7 @@ from gedweb.lib import safefs
 from gedweb.lib.governance import render_state_md
 from governance import services
 from governance.models import WorkItem
-from governance.skills import exported_skills, gedpi_skill_record
+from governance.skills import exported_skills, gedpi_skills_state
 from governance.standards import gedpi_import_state, standards_markdown
 from memory.models import DocumentRevision, Project
 
@@ -83,9 +83,7 @@ def render_tree(project: Project) -> dict[str, bytes]:
         files[".ged/STANDARDS.md"] = standards[0].encode("utf-8")
     skills = exported_skills(project)
     if skills:
-        files[".ged/SKILLS-STATE.json"] = gedpi_json(
-            {"schemaVersion": 2, "managed": [gedpi_skill_record(skill) for skill in skills]}
-        )
+        files[".ged/SKILLS-STATE.json"] = gedpi_json(gedpi_skills_state(skills))
         for skill in skills:
             files[f".agents/skills/{skill.name}/SKILL.md"] = skill.content.encode("utf-8")
     for work in WorkItem.objects.for_project(project).order_by("work_id"):

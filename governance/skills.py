@@ -226,11 +226,9 @@ def exported_skills(project: Project) -> list[Skill]:
     return sorted(current_skills(project), key=lambda skill: first.get(skill.name, 0))
 
 
-def gedpi_skills_state(project: Project) -> dict[str, Any]:
-    return {
-        "schemaVersion": 2,
-        "managed": [gedpi_skill_record(skill) for skill in exported_skills(project)],
-    }
+def gedpi_skills_state(skills: list[Skill]) -> dict[str, Any]:
+    """SKILLS-STATE.json of ``skills`` (exported_skills: its order)."""
+    return {"schemaVersion": 2, "managed": [gedpi_skill_record(skill) for skill in skills]}
 
 
 def skill_import(

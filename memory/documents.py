@@ -32,7 +32,6 @@ from memory.models import DocumentRevision, Project, format_timestamp
 __all__ = [
     "DocumentPath",
     "PutResult",
-    "adr_paths",
     "document_current",
     "document_list",
     "document_put",
@@ -287,16 +286,6 @@ def document_list(project: Project, prefix: str = "") -> list[DocumentRevision]:
     """
     rows = DocumentRevision.objects.for_project(project).current().defer("content")
     return sorted((row for row in rows if row.path.startswith(prefix)), key=lambda r: r.path)
-
-
-def adr_paths(project: Project) -> list[str]:
-    """Paths of the project's ADRs (``adr/<id>.md``), sorted by file name."""
-    paths = (
-        DocumentRevision.objects.for_project(project)
-        .filter(path__startswith="adr/", revision=1)
-        .values_list("path", flat=True)
-    )
-    return sorted(path for path in paths if path.startswith("adr/"))
 
 
 def as_list_item(row: DocumentRevision) -> dict[str, Any]:

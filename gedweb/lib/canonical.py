@@ -10,6 +10,3 @@ def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, non-ASCII kept: equal data gives equal text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
-
-def canonical_bytes(value: Any) -> bytes:
-    return canonical_json(value).encode("utf-8")

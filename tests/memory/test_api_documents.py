@@ -533,17 +533,6 @@ def test_document_current_returns_the_newest_revision_or_none(api, alpha):
     assert (current.revision, current.content) == (2, SUMMARY_2)
 
 
-def test_adr_paths_lists_current_adrs_sorted_by_file_name(api, alpha, beta, client_for):
-    for name in ["b.md", "a-2.md", "a.md", "0001.md"]:
-        put(api, alpha.id, f"adr/{name}", ADR)
-    put(api, alpha.id, "adr/a.md", ADR + "More.\n", expected_revision=1)
-    put(api, alpha.id, "PROJECT.md", SUMMARY)
-    put(client_for(beta.token), beta.id, "adr/z.md", ADR)
-    assert documents.adr_paths(alpha.project) == [
-        "adr/0001.md", "adr/a-2.md", "adr/a.md", "adr/b.md"
-    ]
-
-
 def test_a_path_ending_in_a_newline_is_not_a_valid_handoff_or_adr_path():
     work_id = "fix-20260101000000000-" + "0" * 32
     for path in (f"handoff/{work_id}\n.md", "adr/x\n.md", "PROJECT.md\n"):
