@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+from pathlib import Path
 
 import pytest
 
@@ -137,6 +139,46 @@ def test_scenario_63_a_second_run_is_already_complete_and_changes_no_byte(tmp_pa
     assert snapshot(tmp_path) == before
     assert {p: os.stat(tmp_path / p).st_mtime_ns for p in before} == mtimes
     assert v3.migration_status(tmp_path) == "complete"
+
+
+def _runtime_paths(root) -> list[Path]:
+    """.ged/runtime itself and every path under it, directories included."""
+    runtime = root / ".ged/runtime"
+    paths = [runtime]
+    for directory, dirnames, filenames in os.walk(runtime, followlinks=False):
+        paths += [Path(directory) / name for name in [*dirnames, *filenames]]
+    return paths
+
+
+def _runtime_listing(root) -> dict[str, tuple[str, int | None, int]]:
+    """(type, size of a file, mtime_ns) of every path under .ged/runtime."""
+    listing = {}
+    for path in _runtime_paths(root):
+        info = os.stat(path, follow_symlinks=False)
+        kind = ("dir" if stat.S_ISDIR(info.st_mode) else
+                "file" if stat.S_ISREG(info.st_mode) else "other")
+        listing[path.relative_to(root).as_posix()] = (
+            kind, info.st_size if kind == "file" else None, info.st_mtime_ns)
+    return listing
+
+
+def test_a_rerun_on_a_completed_checkout_creates_locks_or_removes_nothing_under_runtime(
+    tmp_path,
+):
+    scenario_tree(tmp_path)
+    assert v3.migrate_v3(tmp_path).status == "completed"
+    # An old time everywhere, so a lock created and removed within the
+    # clock's tick still shows in its directory's mtime.
+    for path in _runtime_paths(tmp_path):
+        os.utime(path, ns=(10**18, 10**18), follow_symlinks=False)
+    before = _runtime_listing(tmp_path)
+    assert any(kind == "file" for kind, _, _ in before.values())
+    assert v3.LOCKS_DIR in before or v3.RUNTIME in before
+
+    second = v3.migrate_v3(tmp_path)
+
+    assert second.status == "already-complete"
+    assert _runtime_listing(tmp_path) == before
 
 
 def test_the_journal_and_record_are_gedpis_pretty_json_with_a_trailing_newline(tmp_path):
