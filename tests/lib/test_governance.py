@@ -427,7 +427,13 @@ def test_a_valid_approval_and_optional_lists_still_validate():
                            "recordedAt": at(0), "summary": "ok"}]
     for name in ("pendingMutations", "pendingCommits", "lifecycleTransitions"):
         del state[name]
-    gov.validate_state(state, WORK_ID)
+    read = copy.deepcopy(state)
+    assert gov.validate_state(read, WORK_ID) is None
+    assert read == state  # the reader checks, it never repairs
+    following = gov.cas_update(read, {"currentSlice": "T01"}, T0 + timedelta(minutes=1))
+    assert (following["revision"], following["currentSlice"]) == (1, "T01")
+    assert following["approvals"] == state["approvals"]
+    assert "- Approval records: 1\n" in gov.render_state_md(following)
 
 
 def test_lifecycle_transitions_must_be_contiguous_and_end_at_the_lifecycle():
@@ -455,22 +461,41 @@ def test_a_transition_out_of_a_terminal_state_is_invalid():
 # --- evidence records (§2.3) -----------------------------------------------------------------
 
 
+def _assert_valid_evidence(item: dict[str, Any]) -> None:
+    """Valid evidence: accepted as it is, and appended to a state unchanged, byte for byte."""
+    given_item = copy.deepcopy(item)
+    assert gov.validate_evidence(item) is None
+    assert item == given_item
+    following = gov.append_evidence(make_state(), item, T0 + timedelta(minutes=1))
+    assert following["revision"] == 1
+    assert following["evidence"] == [given_item]
+    assert json.loads(json.dumps(following))["evidence"] == [given_item]
+
+
 @pytest.mark.parametrize("kind", gov.EVIDENCE_KINDS)
 def test_each_evidence_kind_validates(kind):
     item = milestone() if kind == "milestone" else record("e1", kind, "observed")
-    gov.validate_evidence(item)
+    _assert_valid_evidence(item)
 
 
 def test_evidence_with_producer_and_every_binding_validates():
-    gov.validate_evidence(record("e1", "plan", "satisfied", producerId="coordinator",
-                                 binding={"type": "plan-content", "digest": "7" * 64,
-                                          "paths": ["SPEC.md", "TASKS.md"]}))
-    gov.validate_evidence(record("e2", "implementation", "observed", binding={
-        "type": "mutation-content", "beforeDigest": "1" * 64, "afterDigest": "2" * 64,
-        "changedPaths": ["@HEAD", "src/app.py"]}))
-    gov.validate_evidence(record("e3", "verification", "satisfied",
-                                 binding=verification_binding()))
-    gov.validate_evidence(milestone(before_head=None))
+    items = [
+        record("e1", "plan", "satisfied", producerId="coordinator",
+               binding={"type": "plan-content", "digest": "7" * 64,
+                        "paths": ["SPEC.md", "TASKS.md"]}),
+        record("e2", "implementation", "observed", binding={
+            "type": "mutation-content", "beforeDigest": "1" * 64, "afterDigest": "2" * 64,
+            "changedPaths": ["@HEAD", "src/app.py"]}),
+        record("e3", "verification", "satisfied", binding=verification_binding()),
+        milestone(before_head=None),
+    ]
+    for item in items:
+        _assert_valid_evidence(item)
+    state = make_state()
+    for item in items:
+        state = gov.append_evidence(state, item, T0)
+    assert state["evidence"] == items and state["revision"] == len(items)
+    assert state["evidence"][0]["producerId"] == "coordinator"
 
 
 def _without_review() -> dict[str, Any]:
@@ -533,7 +558,11 @@ def test_malformed_evidence_is_invalid_state(item):
 
 
 def test_a_verification_binding_without_review_validates():
-    gov.validate_evidence(record("e1", "verification", "satisfied", binding=_without_review()))
+    item = record("e1", "verification", "satisfied", binding=_without_review())
+    _assert_valid_evidence(item)
+    assert "review" not in item["binding"]
+    # Valid evidence is evidence the guard counts: the commit check passes on it.
+    assert gov.guard(gov.append_evidence(make_state(), item, T0), "commit") is None
 
 
 # --- the guard (§2.6) -------------------------------------------------------------------------
