@@ -159,14 +159,21 @@ def test_operation_conforms_to_its_schema(
         suppress_health_check=list(HealthCheck),
     )
     def run(case: Any) -> None:
-        case.call_and_validate(headers=credentials, checks=CHECKS)
+        response = case.call_and_validate(headers=credentials, checks=CHECKS)
+        sent.append((case.method, response.status_code))
 
+    sent: list[tuple[str, int]] = []
     try:
         run()
     except Unsatisfiable:
         # Nothing left to make invalid once the path is pinned (e.g. a GET
         # whose only inputs are path parameters): no negative case exists.
         assert mode is GenerationMode.NEGATIVE
+        assert sent == []
+        return
+    # Every case reached the app and was answered with the operation's own method.
+    assert sent, f"no {mode.value} case of {_operation_id(operation)} was sent"
+    assert {method for method, _ in sent} == {operation.method.upper()}
 
 
 @pytest.mark.parametrize("operation", OPERATIONS, ids=_operation_id)
@@ -186,14 +193,18 @@ def test_operation_boundaries_and_methods(operation: Any, fuzz_target: dict[str,
         override=Override(headers=headers, path_parameters={k: str(v) for k, v in fixed.items()}),
         feedback=NO_FEEDBACK,
     )
+    sent: list[tuple[str, int]] = []
     for case in cases:
         if case.meta is not None and case.meta.is_negative_at(ParameterLocation.PATH):
             # Path parameters are pinned to real objects, which overrides
             # any invalid value the coverage phase meant to send there.
             continue
-        case.call_and_validate(
+        response = case.call_and_validate(
             headers=credentials, checks=[*CHECKS, unsupported_method, allow_header_conformance]
         )
+        sent.append((case.method.upper(), response.status_code))
+    assert any(method == operation.method.upper() for method, _ in sent), (
+        f"no coverage case of {_operation_id(operation)} was sent")
 
 
 # --- free path parameters ---------------------------------------------------------------
@@ -250,5 +261,12 @@ def test_free_path_parameters_never_fail_the_server(
         response = case.call(headers=credentials)
         assert response.status_code < 500, (drawn, response.status_code, response.text[:500])
         _error_shape(response, case)
+        sent.append((drawn, response.status_code))
 
+    sent: list[tuple[dict[str, str], int]] = []
     run()
+    assert sent, f"no case of {_operation_id(operation)} was sent"
+    if names:
+        # Both kinds of value reached the app: the real one and hostile ones.
+        assert any(all(d[n] == str(real[n]) for n in names) for d, _ in sent), sent[:3]
+        assert any(any(d[n] != str(real[n]) for n in names) for d, _ in sent), sent[:3]
