@@ -10,6 +10,7 @@ from pathlib import Path
 import nh3
 import pytest
 from django.conf import settings
+from django.template import engines
 from django.test import Client
 
 from memory import services
@@ -78,10 +79,37 @@ def test_markdown_still_renders_what_agents_write():
     assert "mailto:" in html
 
 
+# Templates every page of the site renders through; the scan must find them.
+KNOWN_TEMPLATES = {"base.html", "memory/entry_list.html", "memory/_entry_row.html",
+                   "memory/document_detail.html", "governance/work_detail.html",
+                   "registration/login.html"}
+
+
+def project_templates() -> dict[str, Path]:
+    """Every template file in a directory Django loads templates from, inside this project.
+
+    The engine's own list (settings DIRS and each installed app's templates/),
+    less the installed packages': a template moved to another loaded directory
+    is still scanned.
+    """
+    base = Path(settings.BASE_DIR).resolve()
+    found: dict[str, Path] = {}
+    for directory in engines["django"].template_dirs:
+        directory = Path(directory).resolve()
+        if not directory.is_relative_to(base) or ".venv" in directory.parts:
+            continue
+        for path in sorted(directory.rglob("*")):
+            if path.is_file() and path.suffix in (".html", ".txt", ".xml"):
+                found.setdefault(path.relative_to(directory).as_posix(), path)
+    return found
+
+
 def test_no_template_marks_anything_safe():
-    for path in Path(settings.BASE_DIR, "templates").rglob("*.html"):
+    templates = project_templates()
+    assert KNOWN_TEMPLATES <= set(templates), sorted(templates)
+    for name, path in templates.items():
         text = path.read_text()
-        assert "|safe" not in text and "autoescape off" not in text, path
+        assert "|safe" not in text and "autoescape off" not in text, name
 
 
 def test_stored_payloads_reach_pages_only_as_inert_text(site):
