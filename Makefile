@@ -44,8 +44,10 @@ gates: $(VENV)/.installed-dev
 	@echo "== pip-audit (installed environment)"
 	$(BIN)/python .ci/pip_audit_gate.py
 
+# ruff, then the layer contracts in pyproject.toml ([tool.importlinter]).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check gedweb memory governance bench tests
+	$(BIN)/lint-imports
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

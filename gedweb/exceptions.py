@@ -1,7 +1,8 @@
-"""Domain errors and the one place that turns any error into the API error shape.
+"""The one place that turns any error into the API error shape, and the API's own errors.
 
 Every error under /v1 is ``{"code", "message", "fields"?}``. Services raise
-Django ValidationError or a DomainError; views never build error bodies.
+Django ValidationError or a domain error (gedweb.errors, plain Python);
+STATUSES gives each its HTTP status; views never build error bodies.
 """
 
 from __future__ import annotations
@@ -18,66 +19,45 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from gedweb.errors import (
+    CheckoutRefused,
+    Conflict,
+    DecisionRequired,
+    DomainError,
+    DuplicateEvidence,
+    ExportRefused,
+    GovernanceBlocked,
+    HashMismatch,
+    IdempotencyInFlight,
+    IdempotencyKeyReused,
+    InvalidState,
+    QuotaExceeded,
+    StaleRevision,
+)
+
 logger = logging.getLogger("gedweb.api")
 
-
-class DomainError(Exception):
-    status = 409
-    code = "conflict"
-
-    def __init__(self, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.extra = extra
-
-
-class Conflict(DomainError):
-    status, code = 409, "conflict"
-
-
-class HashMismatch(DomainError):
-    """A decision named other bytes than the ones on record."""
-
-    status, code = 409, "hash_mismatch"
+# The HTTP status of each domain error; a subclass not listed takes its
+# nearest listed base's, DomainError's own is 409.
+STATUSES: dict[type[DomainError], int] = {
+    DomainError: 409,
+    Conflict: 409,
+    DuplicateEvidence: 409,
+    ExportRefused: 409,
+    GovernanceBlocked: 409,
+    HashMismatch: 409,
+    IdempotencyInFlight: 409,
+    QuotaExceeded: 409,
+    StaleRevision: 409,
+    CheckoutRefused: 422,
+    DecisionRequired: 422,
+    IdempotencyKeyReused: 422,
+    InvalidState: 422,
+}
 
 
-class IdempotencyInFlight(DomainError):
-    status, code = 409, "idempotency_in_flight"
-
-
-class IdempotencyKeyReused(DomainError):
-    status, code = 422, "idempotency_key_reused"
-
-
-class InvalidState(DomainError):
-    status, code = 422, "invalid_state"
-
-
-class StaleRevision(DomainError):
-    """A compare-and-swap named a revision that is no longer current."""
-
-    status, code = 409, "stale_revision"
-
-
-class DuplicateEvidence(DomainError):
-    status, code = 409, "duplicate_evidence"
-
-
-class GovernanceBlocked(DomainError):
-    status, code = 409, "governance_blocked"
-
-
-class DecisionRequired(DomainError):
-    status, code = 422, "decision_required"
-
-
-class QuotaExceeded(DomainError):
-    """A write would take a project past one of its storage quotas.
-
-    ``quota`` names it (entries, documents, work_files, skills) in the body.
-    """
-
-    status, code = 409, "quota_exceeded"
+def domain_status(exc: DomainError) -> int:
+    return next(STATUSES[cls] for cls in type(exc).__mro__ if cls in STATUSES)
 
 
 class MemoryWriteForbidden(drf.PermissionDenied):
@@ -181,7 +161,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
     if isinstance(exc, DomainError):
         body = error_body(exc.code, exc.message)
         body.update(exc.extra)
-        return Response(body, status=exc.status)
+        return Response(body, status=domain_status(exc))
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             return _validation_response({k: list(v) for k, v in exc.message_dict.items()})

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 import gedweb.admin  # noqa: F401  (the site's title and its index of pending decisions)
-from gedweb.exceptions import DomainError
+from gedweb.errors import DomainError
 from governance import services, skills, standards
 from governance.models import (
     ActiveWork,

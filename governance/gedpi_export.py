@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gedweb.exceptions import DomainError
+from gedweb.errors import ExportRefused
 from gedweb.lib import safefs
 from gedweb.lib.governance import render_state_md
 from governance import services
@@ -30,10 +30,6 @@ from governance.standards import gedpi_import_state, standards_markdown
 from memory.models import DocumentRevision, Project
 
 VERSION_BYTES = b"3\n"
-
-
-class ExportRefused(DomainError):
-    status, code = 409, "export_refused"
 
 
 def gedpi_json(value: Any) -> bytes:

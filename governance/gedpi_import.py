@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from gedweb.exceptions import DomainError
+from gedweb.errors import CheckoutRefused, DomainError
 from gedweb.lib import governance as gov
 from gedweb.lib import safefs
 from gedweb.lib import skills as skill_rules
@@ -74,10 +74,6 @@ _META_KEYS = {"schemaVersion", "workId", "summary", "createdAt", "branch", "base
 MAX_FILE_BYTES = 8 * 1024 * 1024  # any one file read
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all files read by one import
 MAX_ENTRIES = 50_000  # directory entries walked by one import, the migration gate's too
-
-
-class CheckoutRefused(DomainError):
-    status, code = 422, "checkout_refused"
 
 
 # --- the migration gate ------------------------------------------------------------------

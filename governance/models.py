@@ -17,7 +17,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gedweb.exceptions import Conflict, HashMismatch
+from gedweb.errors import Conflict, HashMismatch
 from memory.models import Project
 from memory.querysets import AppendOnlyError
 

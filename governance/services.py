@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gedweb.exceptions import (
+from gedweb.errors import (
     Conflict,
     DecisionRequired,
     DomainError,

@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from gedweb.exceptions import Conflict
+from gedweb.errors import Conflict
 from gedweb.lib import skills as rules
 from gedweb.lib.governance import format_time
 from gedweb.lib.standards import sha256_text

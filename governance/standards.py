@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gedweb.exceptions import Conflict
+from gedweb.errors import Conflict
 from gedweb.lib.standards import render_standards, sha256_text
 from governance import ledger
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport

@@ -21,7 +21,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
-from gedweb.exceptions import DomainError
+from gedweb.errors import DomainError
 from memory import quotas, services
 from memory.models import (
     ChainCheckpoint,

@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gedweb.exceptions import Conflict, StaleRevision
+from gedweb.errors import Conflict, StaleRevision
 from gedweb.lib.governance import WORK_ID_RE
 from gedweb.lib.substantive import is_substantive
 from memory import quotas

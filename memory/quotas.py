@@ -35,7 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import BigIntegerField, F, Value
 from django.db.models.functions import Cast, Coalesce
 
-from gedweb.exceptions import QuotaExceeded
+from gedweb.errors import QuotaExceeded
 from memory.models import Project, ProjectQuota
 
 __all__ = [

@@ -21,7 +21,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gedweb.exceptions import Conflict, IdempotencyInFlight, IdempotencyKeyReused
+from gedweb.errors import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from memory import checkpoints, mirror, quotas

@@ -17,7 +17,7 @@ from drf_spectacular.utils import (
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gedweb.exceptions import Conflict
+from gedweb.errors import Conflict
 from gedweb.lib.governance import SEGMENT_RE, format_time, render_state_md
 from governance import services
 from governance.api import serializers as s

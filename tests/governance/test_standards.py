@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from gedweb.exceptions import Conflict
+from gedweb.errors import Conflict
 from gedweb.lib.standards import render_section, render_standards
 from governance import standards
 from governance.models import StandardsDecision, StandardsImport

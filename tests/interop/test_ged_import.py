@@ -18,7 +18,7 @@ import pytest
 from django.apps import apps
 from django.core.management import CommandError, call_command
 
-from gedweb.exceptions import GovernanceBlocked, StaleRevision
+from gedweb.errors import GovernanceBlocked, StaleRevision
 from gedweb.lib import governance as gov
 from gedweb.lib.standards import render_standards
 from governance import services

@@ -19,7 +19,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from gedweb.exceptions import QuotaExceeded
+from gedweb.errors import QuotaExceeded
 from governance import services as gov
 from governance import skills, standards
 from governance.models import EvidenceRecord, Skill, StandardsImport, TaskArtifact, WorkFile

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from gedweb.exceptions import StaleRevision
+from gedweb.errors import StaleRevision
 from governance import ledger, ledger_checkpoints, services, skills, standards
 from governance.context import context_bundle
 from governance.models import (

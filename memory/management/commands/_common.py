@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from gedweb.exceptions import DomainError
+from gedweb.errors import DomainError
 from memory.models import Project
 
 T = TypeVar("T")
