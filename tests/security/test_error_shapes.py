@@ -14,6 +14,7 @@ A client error is logged as one line: no record carries a traceback.
 from __future__ import annotations
 
 import http.client
+import inspect
 import json
 import re
 from collections.abc import Iterator
@@ -25,6 +26,8 @@ from django.contrib import admin
 from django.test import Client
 from rest_framework.test import APIClient
 
+from gedweb import errors
+from gedweb.exceptions import STATUSES, domain_status
 from memory.api.serializers import MAX_SEARCH_CHARS
 from tests.security import authz_matrix as m
 from tests.security.live_server import LiveGunicorn
@@ -418,3 +421,15 @@ def test_gunicorn_serves_the_longest_valid_request_line_and_a_bad_host_as_json(
         server.stop()
         assert "Traceback" not in server.log_path.read_text(errors="replace")
 
+
+
+def test_every_domain_error_has_its_own_code_and_an_http_status_of_its_own():
+    """A new domain error must be given a status on purpose, not inherit 409 by accident."""
+    classes = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)
+               if issubclass(cls, errors.DomainError)]
+    assert len(classes) >= 13
+    assert set(classes) == set(STATUSES)
+    codes = [cls.code for cls in classes if cls is not errors.DomainError]
+    assert len(codes) == len(set(codes))
+    assert domain_status(errors.CheckoutRefused("x")) == 422
+    assert domain_status(errors.StaleRevision("x")) == 409
