@@ -50,7 +50,7 @@ from memory import services  # noqa: E402
 MARKERS = {
     "total": ("django/core/handlers/wsgi.py", "__call__"),
     "drf_dispatch": ("rest_framework/views.py", "dispatch"),
-    "view_initial": ("memory/api/views.py", "initial"),
+    "view_initial": ("gedweb/api/views.py", "initial"),
     "rate_limits": ("gedweb/throttling.py", "allow_request"),
     "view_post": ("memory/api/views.py", "post"),
     "serializer": ("rest_framework/serializers.py", "is_valid"),

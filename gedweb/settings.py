@@ -294,7 +294,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     # ?format= is a parameter of GedWeb's own (the context bundle's text or
-    # json), not DRF's renderer override (memory.api.views.GedWebAPIView).
+    # json), not DRF's renderer override (gedweb.api.views.GedWebAPIView).
     "URL_FORMAT_OVERRIDE": None,
 }
 

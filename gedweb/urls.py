@@ -12,8 +12,8 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.settings import APISettings
 
 from gedweb import converters  # noqa: F401  (registers the path converters)
+from gedweb.api import views as api
 from memory import views as pages
-from memory.api import views as api
 
 # Swagger UI's page (templates/drf_spectacular/swagger_ui.html) has one
 # inline script and one inline style; per-request nonces admit exactly

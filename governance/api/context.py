@@ -14,11 +14,11 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.serializers import StrictSerializer
+from gedweb.api.views import GedWebAPIView, ProjectAPIView, errors, validated_query
 from gedweb.inventory import inventory
 from governance.context import context_deliver
 from governance.models import WorkItem
-from memory.api.serializers import StrictSerializer
-from memory.api.views import GedWebAPIView, ProjectAPIView, _query, errors
 
 
 class ContextQuerySerializer(StrictSerializer):
@@ -96,7 +96,7 @@ class ContextView(ProjectAPIView):
         summary="The agent context bundle: framed, trust-labelled, logged",
     )
     def get(self, request: Request, project_id: str) -> Any:
-        query = _query(ContextQuerySerializer, request)
+        query = validated_query(ContextQuerySerializer, request)
         work = None
         if "work_id" in query:
             work = WorkItem.objects.for_project(self.project).filter(

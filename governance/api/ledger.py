@@ -7,8 +7,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.views import ProjectAPIView, errors
 from governance import ledger_checkpoints
-from memory.api.views import ProjectAPIView, errors
 
 
 class LedgerHeadSerializer(serializers.Serializer):

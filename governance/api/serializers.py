@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from gedweb.api.serializers import StrictCharField, StrictSerializer
 from gedweb.lib import governance as gov
-from memory.api.serializers import StrictCharField, StrictSerializer
 
 
 class StrictBooleanField(serializers.BooleanField):

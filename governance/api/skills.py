@@ -8,10 +8,10 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.serializers import StrictCharField, StrictSerializer
+from gedweb.api.views import ProjectAPIView, errors, validated_query
 from governance import skills
 from governance.models import Skill
-from memory.api.serializers import StrictCharField, StrictSerializer
-from memory.api.views import ProjectAPIView, _query, errors
 
 
 class SkillPutSerializer(StrictSerializer):
@@ -82,7 +82,7 @@ class SkillMatchView(ProjectAPIView):
         summary="Verified skills with a trigger word inside text (case-insensitive)",
     )
     def get(self, request: Request, project_id: str) -> Response:
-        query = _query(SkillMatchQuerySerializer, request)
+        query = validated_query(SkillMatchQuerySerializer, request)
         rows = skills.skills_matching(self.project, query["text"])
         return Response({"items": [skills.skill_summary(row) for row in rows]})
 

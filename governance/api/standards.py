@@ -12,10 +12,10 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.serializers import StrictCharField, StrictSerializer
+from gedweb.api.views import ProjectAPIView, errors, validated_query
 from governance import standards
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
-from memory.api.serializers import StrictCharField, StrictSerializer
-from memory.api.views import ProjectAPIView, _query, errors
 
 STATUSES = ["pending", "accepted", "rejected"]
 
@@ -155,7 +155,7 @@ class StandardsImportListView(ProjectAPIView):
         summary="Import decisions, oldest first",
     )
     def get(self, request: Request, project_id: str) -> Response:
-        query = _query(StandardsImportListQuerySerializer, request)
+        query = validated_query(StandardsImportListQuerySerializer, request)
         rows = StandardsImport.objects.for_project(self.project).select_related("decision")
         if "status" in query:
             rows = rows.with_status(query["status"])

@@ -17,12 +17,12 @@ from drf_spectacular.utils import (
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.views import ProjectAPIView, errors, refuse_body, validated_query
 from gedweb.errors import Conflict
 from gedweb.lib.governance import SEGMENT_RE, format_time, render_state_md
 from governance import services
 from governance.api import serializers as s
 from governance.models import ActiveWork, GovernanceRevision, TaskArtifact, WorkFile, WorkItem
-from memory.api.views import ProjectAPIView, _query, errors, refuse_body
 
 GOVERNANCE_WRITE_ERRORS = (400, 401, 404, 409, 413, 415, 422)
 
@@ -64,7 +64,7 @@ class WorkListView(ProjectAPIView):
         summary="List work items, ordered by work id (which sorts by creation time)",
     )
     def get(self, request: Request, project_id: str) -> Response:
-        query = _query(s.WorkListQuerySerializer, request)
+        query = validated_query(s.WorkListQuerySerializer, request)
         items = WorkItem.objects.for_project(self.project).order_by("work_id")
         if "after" in query:
             items = items.filter(work_id__gt=query["after"])
@@ -143,7 +143,7 @@ class WorkFileView(WorkAPIView):
             # Contract §5: planned files only for planned-change work, DIRECT.md
             # only for direct-change, else 409 (as for PUT).
             raise Conflict(f"{name} is not a file of {self.work.mode} work")
-        query = _query(s.FileQuerySerializer, request)
+        query = validated_query(s.FileQuerySerializer, request)
         rows = WorkFile.objects.filter(work=self.work, name=name)
         if "version" in query:
             rows = rows.filter(version=query["version"])
@@ -187,7 +187,7 @@ class TaskArtifactView(WorkAPIView):
     def get(
         self, request: Request, project_id: str, work_id: str, task_id: str, name: str
     ) -> Response:
-        query = _query(s.FileQuerySerializer, request)
+        query = validated_query(s.FileQuerySerializer, request)
         rows = TaskArtifact.objects.filter(
             work=self.work, task_id=task_id, name=self._target(task_id, name)
         )
@@ -259,7 +259,7 @@ class RevisionListView(WorkAPIView):
         summary="Every revision, oldest first",
     )
     def get(self, request: Request, project_id: str, work_id: str) -> Response:
-        query = _query(s.RevisionListQuerySerializer, request)
+        query = validated_query(s.RevisionListQuerySerializer, request)
         rows = GovernanceRevision.objects.filter(work=self.work).order_by("revision")
         if "after" in query:
             rows = rows.filter(revision__gt=query["after"])

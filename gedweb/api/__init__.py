@@ -1,0 +1,1 @@
+"""The API toolkit both apps build on (views.py, serializers.py)."""
