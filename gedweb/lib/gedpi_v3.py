@@ -715,7 +715,8 @@ def _acquire(root: Path, lock: _Lock, wait_seconds: float) -> dict[str, Any] | N
             key=lambda c: (c.mtime_ns, c.inode, c.owner.token),
         )
         if live and live[0].owner.token == lock.token:
-            return None
+            # The holder may have completed and released since the look above.
+            return read_completion(root)
         first = live[0] if live else None
         if time.monotonic() >= deadline:
             break

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from gedweb.commands import GedWebCommand
 from governance import doctor
-from memory.management.commands._common import GedWebCommand
 from memory.models import Project
 
 

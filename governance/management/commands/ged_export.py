@@ -6,14 +6,14 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from governance.gedpi_export import export_tree
-from memory.management.commands._common import (
+from gedweb.commands import (
     GedWebCommand,
     get_project,
     path_argument,
     run_service,
     to_json,
 )
+from governance.gedpi_export import export_tree
 
 
 class Command(GedWebCommand):

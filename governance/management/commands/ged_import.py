@@ -13,14 +13,14 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from governance.gedpi_import import import_checkout, trusted_by_label
-from memory.management.commands._common import (
+from gedweb.commands import (
     GedWebCommand,
     get_project,
     path_argument,
     run_service,
     to_json,
 )
+from governance.gedpi_import import import_checkout, trusted_by_label
 
 
 def _os_user() -> str | None:

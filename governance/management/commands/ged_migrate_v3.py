@@ -12,9 +12,9 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from gedweb.commands import GedWebCommand, path_argument
 from gedweb.lib import gedpi_v3
 from gedweb.lib.safefs import UnsafePath
-from memory.management.commands._common import GedWebCommand, path_argument
 
 
 def _entry_line(entry: dict[str, Any]) -> str:

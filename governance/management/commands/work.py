@@ -6,10 +6,10 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.lib import governance as gov
 from governance import services
 from governance.models import WorkItem
-from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
 from memory.services import CLI_AUTHOR
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from memory import ferryman, services
-from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
 
 
 class Command(GedWebCommand):

@@ -13,14 +13,14 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from django.db import IntegrityError, transaction
 
-from memory import services
-from memory.management.commands._common import (
+from gedweb.commands import (
     GedWebCommand,
     get_project,
     one_line,
     run_service,
     to_json,
 )
+from memory import services
 from memory.models import Membership, format_timestamp
 
 ROLES = Membership.Role.values

@@ -10,8 +10,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
+from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from memory import checkpoints, mirror, services
-from memory.management.commands._common import GedWebCommand, get_project, run_service, to_json
 from memory.models import MemoryEntry, Project
 
 

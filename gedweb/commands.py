@@ -1,4 +1,4 @@
-"""Shared helpers for the memory app's management commands."""
+"""The management commands' toolkit, shared by both apps: one-line errors, JSON output, paths."""
 
 from __future__ import annotations
 
