@@ -1,7 +1,7 @@
 """Team pages for governance: work items, standards, skills and the context delivery log.
 
 Read-only views over the services the API uses; every page gets its project
-from memory.views.project_or_404, so non-members see 404.
+from gedweb.web.project_or_404, so non-members see 404.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
+from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
 from governance import services, skills, standards
 from governance.models import ContextDelivery, GovernanceRevision, Skill, StandardsImport, WorkItem
-from memory.views import PAGE_SIZE, _positive_int, keyset_page, project_context, project_or_404
 
 
 @login_required
@@ -30,8 +30,8 @@ def work_list(request: HttpRequest, project_id: str) -> HttpResponse:
         .values("document_json")[:1]
     )
     rows = WorkItem.objects.for_project(project).annotate(current_json=Subquery(newest))
-    page = keyset_page(rows, "id", _positive_int(request.GET.get("before")),
-                       _positive_int(request.GET.get("after")), PAGE_SIZE)
+    page = keyset_page(rows, "id", cursor_value(request.GET.get("before")),
+                       cursor_value(request.GET.get("after")), PAGE_SIZE)
     items = []
     for work in page.items:
         state = json.loads(work.current_json) if work.current_json else {}
@@ -157,8 +157,8 @@ def context_log(request: HttpRequest, project_id: str) -> HttpResponse:
     """Who received which context bundle bytes, newest first."""
     project = project_or_404(request, project_id)
     rows = ContextDelivery.objects.filter(project=project).select_related("work")
-    page = keyset_page(rows, "id", _positive_int(request.GET.get("before")),
-                       _positive_int(request.GET.get("after")), PAGE_SIZE)
+    page = keyset_page(rows, "id", cursor_value(request.GET.get("before")),
+                       cursor_value(request.GET.get("after")), PAGE_SIZE)
     return render(request, "governance/context_log.html", {
         **project_context(request, project, "context"),
         "page": page,

@@ -8,89 +8,23 @@ signed-in user is not a member of answers 404, exactly like a missing one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, F, OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from gedweb.lib.mirror import render_chunks, render_full
+from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
 from memory import documents
 from memory.models import Membership, MemoryEntry, Project
 from memory.querysets import seq_order_key
 from memory.validators import validate_category, validate_source
 
-PAGE_SIZE = 50
 MIRROR_PAGE_SIZE = 100
 SNIPPET_CHARS = 600
 MAX_CHAIN = 100
-
-
-def project_or_404(request: HttpRequest, project_id: str) -> Project:
-    """The one way a page gets its project: visible to this user, or 404."""
-    return get_object_or_404(Project.objects.visible_to(request.user), pk=project_id)
-
-
-def project_context(request: HttpRequest, project: Project, section: str) -> dict[str, Any]:
-    """What base.html needs on every project page: switcher, role, active tab."""
-    role = None
-    if not request.user.is_superuser:
-        role = (
-            Membership.objects.filter(user=request.user, project=project)
-            .values_list("role", flat=True)
-            .first()
-        )
-    switcher = list(Project.objects.visible_to(request.user).order_by("id").values("id", "name"))
-    return {"project": project, "role": role or "superuser", "section": section,
-            "switcher": switcher}
-
-
-# --- cursors ------------------------------------------------------------------------------
-
-
-def _positive_int(value: str | None) -> int | None:
-    if value is None or value == "":
-        return None
-    if not (value.isascii() and value.isdigit()) or len(value) > 18:
-        raise Http404  # a malformed cursor names no page
-    return int(value)
-
-
-@dataclass(frozen=True)
-class Page:
-    """One keyset page, newest first: items plus the cursors either way (None: no page)."""
-
-    items: list[Any]
-    newer: int | None
-    older: int | None
-
-
-def keyset_page(rows: Any, key: str, before: int | None, after: int | None,
-                size: int, order: str | None = None) -> Page:
-    """Newest-first keyset pagination on an indexed integer column; never OFFSET or COUNT.
-
-    ``before=k`` shows the next ``size`` rows with key < k (older), ``after=k``
-    the ``size`` rows with key > k nearest to it (newer). The opposite link
-    exists whenever a cursor brought the reader here. ``order`` names another
-    column that sorts the rows exactly as ``key`` does (see seq_order_key).
-    """
-    order = order or key
-    if after is not None:
-        chunk = list(rows.filter(**{f"{key}__gt": after}).order_by(order)[: size + 1])
-        more = len(chunk) > size
-        items = list(reversed(chunk[:size]))
-        newer = getattr(items[0], key) if more and items else None
-        older = getattr(items[-1], key) if items else after + 1
-        return Page(items, newer, older)
-    if before is not None:
-        rows = rows.filter(**{f"{key}__lt": before})
-    chunk = list(rows.order_by(f"-{order}")[: size + 1])
-    items = chunk[:size]
-    older = getattr(items[-1], key) if len(chunk) > size else None
-    newer = (getattr(items[0], key) if items else before - 1) if before is not None else None
-    return Page(items, newer, older)
 
 
 # --- pages ------------------------------------------------------------------------------
@@ -169,8 +103,8 @@ def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
     entries = entries.with_links().annotate(corrects_seq=F("corrects__seq")).defer(
         "prev_hash", "hash", "idempotency_key", "request_hash"
     )
-    page = keyset_page(entries, "seq", _positive_int(request.GET.get("before")),
-                       _positive_int(request.GET.get("after")), PAGE_SIZE,
+    page = keyset_page(entries, "seq", cursor_value(request.GET.get("before")),
+                       cursor_value(request.GET.get("after")), PAGE_SIZE,
                        order=seq_order_key(searched=bool(query)))
     filters = {k: v for k, v in (("category", category), ("source", source), ("q", query)) if v}
     return render(request, "memory/entry_list.html", {
@@ -231,7 +165,7 @@ def entry_detail(request: HttpRequest, project_id: str, ref: str) -> HttpRespons
 def mirror(request: HttpRequest, project_id: str) -> HttpResponse:
     """MEMORY.md rendered, a page of entries at a time (the mirror's own byte format)."""
     project = project_or_404(request, project_id)
-    after = _positive_int(request.GET.get("after")) or 0
+    after = cursor_value(request.GET.get("after")) or 0
     # seq is gap-free per project, so a page is a seq range read from the index.
     rows = list(
         MemoryEntry.objects.for_project(project)
@@ -295,7 +229,7 @@ def document_detail(request: HttpRequest, project_id: str, path: str) -> HttpRes
     history = documents.document_revisions(project, path)
     if not history:
         raise Http404
-    number = _positive_int(request.GET.get("revision"))
+    number = cursor_value(request.GET.get("revision"))
     if number is None:
         shown = documents.document_current(project, path)
     else:

@@ -1,0 +1,84 @@
+"""The team pages' toolkit, shared by both apps: the project of a page, its frame, cursors.
+
+Every project page gets its project through project_or_404 (members only:
+anyone else gets the 404 a missing project gets) and pages through
+keyset_page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from django.shortcuts import get_object_or_404
+
+from memory.models import Membership, Project
+
+PAGE_SIZE = 50
+
+
+def project_or_404(request: HttpRequest, project_id: str) -> Project:
+    """The one way a page gets its project: visible to this user, or 404."""
+    return get_object_or_404(Project.objects.visible_to(request.user), pk=project_id)
+
+
+def project_context(request: HttpRequest, project: Project, section: str) -> dict[str, Any]:
+    """What base.html needs on every project page: switcher, role, active tab."""
+    role = None
+    if not request.user.is_superuser:
+        role = (
+            Membership.objects.filter(user=request.user, project=project)
+            .values_list("role", flat=True)
+            .first()
+        )
+    switcher = list(Project.objects.visible_to(request.user).order_by("id").values("id", "name"))
+    return {"project": project, "role": role or "superuser", "section": section,
+            "switcher": switcher}
+
+
+# --- cursors ------------------------------------------------------------------------------
+
+
+def cursor_value(value: str | None) -> int | None:
+    """A page cursor from the query string: a positive integer, absent, or 404."""
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise Http404  # a malformed cursor names no page
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One keyset page, newest first: items plus the cursors either way (None: no page)."""
+
+    items: list[Any]
+    newer: int | None
+    older: int | None
+
+
+def keyset_page(rows: Any, key: str, before: int | None, after: int | None,
+                size: int, order: str | None = None) -> Page:
+    """Newest-first keyset pagination on an indexed integer column; never OFFSET or COUNT.
+
+    ``before=k`` shows the next ``size`` rows with key < k (older), ``after=k``
+    the ``size`` rows with key > k nearest to it (newer). The opposite link
+    exists whenever a cursor brought the reader here. ``order`` names another
+    column that sorts the rows exactly as ``key`` does (see seq_order_key).
+    """
+    order = order or key
+    if after is not None:
+        chunk = list(rows.filter(**{f"{key}__gt": after}).order_by(order)[: size + 1])
+        more = len(chunk) > size
+        items = list(reversed(chunk[:size]))
+        newer = getattr(items[0], key) if more and items else None
+        older = getattr(items[-1], key) if items else after + 1
+        return Page(items, newer, older)
+    if before is not None:
+        rows = rows.filter(**{f"{key}__lt": before})
+    chunk = list(rows.order_by(f"-{order}")[: size + 1])
+    items = chunk[:size]
+    older = getattr(items[-1], key) if len(chunk) > size else None
+    newer = (getattr(items[0], key) if items else before - 1) if before is not None else None
+    return Page(items, newer, older)
