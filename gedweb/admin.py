@@ -1,8 +1,7 @@
-"""The admin site itself: its titles, and an index that lists what waits for a decision.
+"""The admin's toolkit, shared by both apps: every admin page scoped to the user's projects.
 
-Imported by governance/admin.py (it reads both apps' models, and governance
-is the app that may depend on memory). The default site is kept, so
-settings need not name a custom AdminSite; only its index is wrapped.
+A superuser sees every project; other staff see the projects they are
+operator members of, and another project's object is simply missing.
 """
 
 from __future__ import annotations
@@ -10,68 +9,87 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import URLPattern, path
+from django.views.decorators.http import require_POST
 
-from governance.models import StandardsImport
-from memory.admin import admin_projects
-from memory.models import MemoryCandidate
-
-admin.site.site_header = "GedWeb administration"
-admin.site.site_title = "GedWeb admin"
-admin.site.index_title = "GedWeb: projects, memory and governance"
-admin.site.index_template = "admin/gedweb_index.html"
+from memory.models import Membership, Project
 
 
-def pending_by_project(request: HttpRequest) -> list[dict[str, Any]]:
-    """Pending candidates and standards imports per project the user may see.
+def operator_name(request: HttpRequest) -> str:
+    """Author recorded for what an operator does in the admin."""
+    return f"user:{request.user.get_username()}"[:64]
 
-    Two grouped queries; a count is offered only to a user who may view
-    that model, and only projects with something pending are listed.
+
+def operated_project_ids(user: Any) -> QuerySet:
+    """Ids of the projects a non-superuser runs in the admin: their operator memberships.
+
+    A subquery, so scoped lists filter with ``project_id IN (...)`` and never
+    join (a membership is unique per user and project).
     """
-    user = request.user
-    projects = admin_projects(user)
-    rows: dict[str, dict[str, Any]] = {}
-
-    def row(project_id: str) -> dict[str, Any]:
-        return rows.setdefault(project_id, {"project": project_id, "candidates": 0,
-                                            "standards": 0})
-
-    candidate_list = reverse("admin:memory_memorycandidate_changelist")
-    if user.has_perm("memory.view_memorycandidate"):
-        counts = (
-            MemoryCandidate.objects.filter(project__in=projects,
-                                           status=MemoryCandidate.Status.PENDING)
-            .values("project_id").annotate(n=Count("id")).order_by()
-        )
-        for found in counts:
-            row(found["project_id"])["candidates"] = found["n"]
-    standards_list = reverse("admin:governance_standardsimport_changelist")
-    if user.has_perm("governance.view_standardsimport"):
-        counts = (
-            StandardsImport.objects.filter(Q(decision__isnull=True), project__in=projects)
-            .values("project_id").annotate(n=Count("id")).order_by()
-        )
-        for found in counts:
-            row(found["project_id"])["standards"] = found["n"]
-    for item in rows.values():
-        project = item["project"]
-        item["candidates_url"] = (
-            f"{candidate_list}?status__exact=pending&project__id__exact={project}"
-        )
-        item["standards_url"] = f"{standards_list}?status=pending&project__id__exact={project}"
-    return [rows[key] for key in sorted(rows)]
+    return Membership.objects.filter(user=user, role=Membership.Role.OPERATOR).values(
+        "project_id"
+    )
 
 
-_default_index = admin.site.index
+def admin_projects(user: Any) -> QuerySet[Project]:
+    """The projects this admin user may see and act on: all for a superuser."""
+    if user.is_superuser:
+        return Project.objects.all()
+    return Project.objects.filter(pk__in=operated_project_ids(user))
 
 
-def index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-    context = {"pending_by_project": pending_by_project(request), **(extra_context or {})}
-    return _default_index(request, extra_context=context)
+class ProjectFilter(admin.RelatedFieldListFilter):
+    """A project filter that offers only the projects the user may see."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> list[Any]:
+        ordering = self.field_admin_ordering(field, request, model_admin)
+        limit = None
+        if not request.user.is_superuser:
+            limit = {"pk__in": operated_project_ids(request.user)}
+        return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=limit)
 
 
-# The site's urls are built after every app's admin module is imported, so
-# the index URL resolves to this wrapper.
-admin.site.index = index
+class ProjectScopedAdmin(admin.ModelAdmin):
+    """Every list, object page, action and form choice limited to the user's projects.
+
+    ``project_path`` is the lookup from the model to its project. Object
+    pages and actions fetch through get_queryset, so another project's object
+    is missing (the admin's "doesn't exist" redirect), and an action POST
+    naming its id selects nothing.
+    """
+
+    project_path = "project"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(**{f"{self.project_path}__in": operated_project_ids(request.user)})
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.related_model is Project:
+            kwargs["queryset"] = admin_projects(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class ReadOnlyAdmin(ProjectScopedAdmin):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def post_only_url(model_admin: admin.ModelAdmin, verb: str, view: Any) -> URLPattern:
+    """``<object_id>/<verb>/``: CSRF-checked, staff-only, POST only (a GET changes nothing)."""
+    opts = model_admin.model._meta
+    return path(
+        f"<path:object_id>/{verb}/",
+        model_admin.admin_site.admin_view(require_POST(view)),
+        name=f"{opts.app_label}_{opts.model_name}_{verb}",
+    )

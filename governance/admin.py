@@ -16,7 +16,8 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-import gedweb.admin  # noqa: F401  (the site's title and its index of pending decisions)
+import gedweb.admin_site  # noqa: F401  (the site's title and its index of pending decisions)
+from gedweb.admin import ProjectFilter, ReadOnlyAdmin, operator_name, post_only_url
 from gedweb.errors import DomainError
 from governance import services, skills, standards
 from governance.models import (
@@ -31,7 +32,6 @@ from governance.models import (
     WorkFile,
     WorkItem,
 )
-from memory.admin import ProjectFilter, ReadOnlyAdmin, operator_name, post_only_url
 
 
 def label(*parts: Any) -> Concat:

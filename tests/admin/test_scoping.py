@@ -12,7 +12,7 @@ import pytest
 from django.contrib import admin
 
 from governance.models import StandardsDecision
-from memory.admin import ProjectScopedAdmin
+from gedweb.admin import ProjectScopedAdmin
 from memory.models import Membership, MemoryCandidate, MemoryEntry, Project, ProjectToken
 from tests.admin.conftest import OPERATOR, messages_of, populate
 from tests.conftest import bearer_client
