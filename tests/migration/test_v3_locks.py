@@ -96,6 +96,43 @@ def test_a_waiting_caller_proceeds_once_the_live_holder_releases(tmp_path):
     assert not (tmp_path / v3.RUNTIME / f"STALE-{TOKEN}.json").exists()
 
 
+def test_a_holder_that_completes_and_releases_between_two_looks_leaves_us_already_complete(
+    tmp_path, monkeypatch
+):
+    # The waiter reads "no completion record", then the holder writes it and
+    # releases its lock, then the waiter lists the locks and finds itself
+    # first: it must not run the migration again on a completed checkout.
+    done = tmp_path / "done"
+    scenario_tree(done)
+    assert v3.migrate_v3(done).status == "completed"
+    record = (done / v3.STATE_PATH).read_bytes()
+    root = tmp_path / "checkout"
+    scenario_tree(root)
+    before = snapshot(root)
+    held = place_lock(root, os.getpid(), sidecar=True)
+    fd = os.open(root / v3.LOCKS_DIR / f"{TOKEN}.flock", os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    real_candidates = v3.read_lock_candidates
+    looks: list[int] = []
+
+    def holder_completes_then_candidates(where: Path):
+        if not looks:
+            (root / v3.STATE_PATH).write_bytes(record)  # the holder completes...
+            held.unlink()  # ...and releases
+            (root / v3.LOCKS_DIR / f"{TOKEN}.flock").unlink()
+            os.close(fd)
+        looks.append(1)
+        return real_candidates(where)
+
+    monkeypatch.setattr(v3, "read_lock_candidates", holder_completes_then_candidates)
+    result = v3.migrate_v3(root, wait_seconds=5)
+
+    assert result.status == "already-complete"
+    assert result.entries == json.loads(record)["entries"]
+    assert snapshot(root) == {**before, v3.STATE_PATH: record}  # we migrated nothing
+    assert locks_left(root) == []
+
+
 def test_a_gedweb_lock_whose_flock_is_free_is_stale_even_if_its_pid_is_alive(tmp_path):
     # PID reuse: the pid names a live process (this one) but nobody holds the flock.
     scenario_tree(tmp_path)
@@ -153,15 +190,38 @@ def test_our_lock_file_has_gedpis_shape(tmp_path):
     assert locks_left(tmp_path) == []
 
 
+def _wait_until_the_file_clock_passes(directory: Path, mtime_ns: int) -> None:
+    """Return once a file written now gets an mtime later than ``mtime_ns``.
+
+    Locks are ordered by mtime first; the file system's clock is coarse, so
+    a lock published in the same tick could sort either way.
+    """
+    probe = directory / "clock-probe"
+    probe.touch()
+    deadline = time.monotonic() + 10
+    while os.stat(probe).st_mtime_ns <= mtime_ns:
+        assert time.monotonic() < deadline
+        os.utime(probe)
+    probe.unlink()
+
+
 def test_scenario_64_two_concurrent_migrations_in_threads(tmp_path):
     scenario_tree(tmp_path)
+    first_holds = threading.Event()
     second_waiting = threading.Event()
     results: dict[str, object] = {}
+    errors: dict[str, BaseException] = {}
+
+    def json_locks() -> list[str]:
+        return [n for n in locks_left(tmp_path) if n.endswith(".json")]
 
     def hold_until_the_other_waits(source_path: str) -> None:
-        if source_path == ".ged/GLOSSARY.md" and not second_waiting.is_set():
+        # Runs inside the first migration, which holds the lock: the second
+        # starts only now, and this one goes on only once the second waits.
+        if source_path == ".ged/GLOSSARY.md" and not first_holds.is_set():
+            first_holds.set()
             deadline = time.monotonic() + 10
-            while len([n for n in locks_left(tmp_path) if n.endswith(".json")]) < 2:
+            while len(json_locks()) < 2:
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
             second_waiting.set()
@@ -171,16 +231,28 @@ def test_scenario_64_two_concurrent_migrations_in_threads(tmp_path):
             tmp_path, hooks=v3.MigrationHooks(before_commit=hold_until_the_other_waits))
 
     def second() -> None:
-        time.sleep(0.05)
+        assert first_holds.wait(10)
+        [held] = json_locks()
+        held_mtime = os.stat(tmp_path / v3.LOCKS_DIR / held).st_mtime_ns
+        _wait_until_the_file_clock_passes(tmp_path, held_mtime)
         results["second"] = v3.migrate_v3(tmp_path)
 
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    def run(name: str, target) -> None:
+        try:
+            target()
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors[name] = exc
+
+    threads = [threading.Thread(target=run, args=("first", first)),
+               threading.Thread(target=run, args=("second", second))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
+    assert errors == {}
     assert second_waiting.is_set()
-    assert sorted(r.status for r in results.values()) == ["already-complete", "completed"]
+    assert (results["first"].status, results["second"].status) == (
+        "completed", "already-complete")
     assert (tmp_path / "CONTEXT.md").read_text().count(REAL_GLOSSARY) == 1
     assert locks_left(tmp_path) == []
 
