@@ -14,9 +14,11 @@ from django.db import migrations
 
 ENTRIES = "memory_memoryentry"
 
-# Every append-only table. A migration that makes another table append-only
+# Every append-only table, each after the tables it references (the suite
+# empties them in reverse). A migration that makes another table append-only
 # adds it here and to docs/security.md's REVOKE list (a test compares the
-# list with the migrations); `manage.py doctor` checks each one's triggers.
+# list with the migrations); `manage.py doctor` checks each one's triggers,
+# and tests/conftest.py purges them between transactional tests.
 TABLES = (
     ENTRIES,
     "memory_documentrevision",

@@ -129,43 +129,32 @@ def purge_append_only_tables() -> None:
         return
     from gedweb import append_only
 
-    triggers = importlib.import_module("memory.migrations.0002_append_only_and_search")
-    governance_tables = (
-        importlib.import_module("governance.migrations.0002_append_only").TABLES
-        + importlib.import_module("governance.migrations.0004_append_only").TABLES
-        + importlib.import_module("governance.migrations.0006_ledgerrecord").TABLES
-    )
+    # Every append-only table from the one registry (gedweb.append_only.TABLES),
+    # which lists a table after those it references: deleted in reverse.
+    # Memory entries have triggers and a full-text table of their own.
+    tables = [table for table in append_only.TABLES if table != append_only.ENTRIES]
+    entries = importlib.import_module("memory.migrations.0002_append_only_and_search")
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM governance_activework")
         cursor.execute("DELETE FROM memory_memorycandidate")
-        for table in governance_tables:
+        for table in tables:
             for statement in append_only.sqlite_backward(table):
                 cursor.execute(statement)
-        # Children before parents: the work item goes last.
-        for table in reversed(governance_tables):
+        for table in reversed(tables):
             cursor.execute(f"DELETE FROM {table}")
-        for table in governance_tables:
+        for table in tables:
             for statement in append_only.sqlite_forward(table):
                 cursor.execute(statement)
-        for statement in triggers.SQLITE_BACKWARD:
+        for statement in entries.SQLITE_BACKWARD:
             cursor.execute(statement)
-        cursor.execute("DELETE FROM memory_memoryentry")
-        for statement in triggers.SQLITE_FORWARD:
+        cursor.execute(f"DELETE FROM {append_only.ENTRIES}")
+        for statement in entries.SQLITE_FORWARD:
             cursor.execute(statement)
         # 0002 recreated its own full-text table; 0007 replaces it (empty now).
         for statement in importlib.import_module(
             "memory.migrations.0007_fts_project_column"
         ).SQLITE_FORWARD:
             cursor.execute(statement)
-        for table in (
-            importlib.import_module("memory.migrations.0006_chain_checkpoint").TABLES
-            + importlib.import_module("memory.migrations.0003_documents").TABLES
-        ):
-            for statement in append_only.sqlite_backward(table):
-                cursor.execute(statement)
-            cursor.execute(f"DELETE FROM {table}")
-            for statement in append_only.sqlite_forward(table):
-                cursor.execute(statement)
 
 
 @pytest.fixture

@@ -40,6 +40,22 @@ def test_the_checked_tables_are_the_ones_the_migrations_made_append_only():
     assert sorted(append_only.TABLES) == sorted(APPEND_ONLY_TABLES)
 
 
+def test_the_registry_lists_each_table_after_the_tables_it_references():
+    """tests/conftest.py empties the tables in reverse registry order, children first."""
+    from django.apps import apps
+
+    models = {model._meta.db_table: model for model in apps.get_models()}
+    order = list(append_only.TABLES)
+    checked = 0
+    for table in order:
+        for field in models[table]._meta.get_fields():
+            target = getattr(field, "related_model", None)
+            if field.many_to_one and target._meta.db_table in order and target is not models[table]:
+                assert order.index(target._meta.db_table) < order.index(table), (table, field)
+                checked += 1
+    assert checked >= 5  # the work item's four children, the decision
+
+
 def test_an_intact_database_passes(alpha):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 0
