@@ -5,6 +5,10 @@ write adds one GovernanceRevision row (the document without its evidence)
 and zero or more EvidenceRecord rows; a revision's full document is its row
 plus the first ``evidence_count`` evidence records. Nothing is ever
 updated or deleted: the ORM refuses, and migration triggers refuse raw SQL.
+
+Each set of choices is a module-level TextChoices (``WorkItemMode``, named
+on its model too: ``WorkItem.Mode``), so the model's CHECK constraint is
+built from its ``values`` and the two can never disagree.
 """
 
 from __future__ import annotations
@@ -58,13 +62,16 @@ class WorkItemQuerySet(AppendOnlyQuerySet):
         return self.filter(project=project)
 
 
+class WorkItemMode(models.TextChoices):
+    READ_ONLY = "read-only"
+    DIRECT_CHANGE = "direct-change"
+    PLANNED_CHANGE = "planned-change"
+
+
 class WorkItem(AppendOnlyModel):
     """A work item and its META, which never changes after it is opened."""
 
-    class Mode(models.TextChoices):
-        READ_ONLY = "read-only"
-        DIRECT_CHANGE = "direct-change"
-        PLANNED_CHANGE = "planned-change"
+    Mode = WorkItemMode
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="work_items")
     work_id = models.CharField(max_length=128, unique=True)
@@ -82,7 +89,7 @@ class WorkItem(AppendOnlyModel):
         ordering = ["project_id", "work_id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(mode__in=["read-only", "direct-change", "planned-change"]),
+                condition=Q(mode__in=WorkItemMode.values),
                 name="governance_workitem_mode_valid",
             ),
         ]
@@ -165,14 +172,17 @@ class EvidenceRecord(AppendOnlyModel):
         return json.loads(self.record_json)
 
 
+class WorkFileName(models.TextChoices):
+    DIRECT = "DIRECT.md"
+    SPEC = "SPEC.md"
+    TASKS = "TASKS.md"
+    TESTS = "TESTS.md"
+
+
 class WorkFile(AppendOnlyModel):
     """A version of DIRECT.md, SPEC.md, TASKS.md or TESTS.md; every write adds one."""
 
-    class Name(models.TextChoices):
-        DIRECT = "DIRECT.md"
-        SPEC = "SPEC.md"
-        TASKS = "TASKS.md"
-        TESTS = "TESTS.md"
+    Name = WorkFileName
 
     work = models.ForeignKey(WorkItem, on_delete=models.PROTECT, related_name="files")
     name = models.CharField(max_length=16, choices=Name.choices)
@@ -188,7 +198,7 @@ class WorkFile(AppendOnlyModel):
                 fields=["work", "name", "version"], name="governance_workfile_unique_version"
             ),
             models.CheckConstraint(
-                condition=Q(name__in=["DIRECT.md", "SPEC.md", "TASKS.md", "TESTS.md"]),
+                condition=Q(name__in=WorkFileName.values),
                 name="governance_workfile_name_valid",
             ),
         ]
@@ -197,13 +207,16 @@ class WorkFile(AppendOnlyModel):
         return f"{self.work.work_id}/{self.name} version {self.version}"
 
 
+class TaskArtifactName(models.TextChoices):
+    BRIEF = "BRIEF.md"
+    HISTORY = "HISTORY.json"
+    RECOVERY = "RECOVERY.md"
+
+
 class TaskArtifact(AppendOnlyModel):
     """A version of a task's BRIEF.md, HISTORY.json or RECOVERY.md."""
 
-    class Name(models.TextChoices):
-        BRIEF = "BRIEF.md"
-        HISTORY = "HISTORY.json"
-        RECOVERY = "RECOVERY.md"
+    Name = TaskArtifactName
 
     work = models.ForeignKey(WorkItem, on_delete=models.PROTECT, related_name="task_artifacts")
     task_id = models.CharField(max_length=128)
@@ -221,7 +234,7 @@ class TaskArtifact(AppendOnlyModel):
                 name="governance_taskartifact_unique_version",
             ),
             models.CheckConstraint(
-                condition=Q(name__in=["BRIEF.md", "HISTORY.json", "RECOVERY.md"]),
+                condition=Q(name__in=TaskArtifactName.values),
                 name="governance_taskartifact_name_valid",
             ),
         ]
@@ -230,12 +243,15 @@ class TaskArtifact(AppendOnlyModel):
         return f"{self.work.work_id}/tasks/{self.task_id}/{self.name} version {self.version}"
 
 
+class ActiveWorkOperation(models.TextChoices):
+    OPEN = "open"
+    CONTINUE = "continue"
+
+
 class ActiveWork(models.Model):
     """Which work item a session has selected (GedPi's active-work pointer)."""
 
-    class Operation(models.TextChoices):
-        OPEN = "open"
-        CONTINUE = "continue"
+    Operation = ActiveWorkOperation
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="active_work")
     # First 32 hex of sha256(session id), as GedPi names its pointer files.
@@ -254,7 +270,7 @@ class ActiveWork(models.Model):
                 fields=["project", "session_key"], name="governance_activework_unique_session"
             ),
             models.CheckConstraint(
-                condition=Q(operation__in=["open", "continue"]),
+                condition=Q(operation__in=ActiveWorkOperation.values),
                 name="governance_activework_operation_valid",
             ),
         ]
@@ -392,12 +408,15 @@ class StandardsImport(AppendOnlyModel):
         )
 
 
+class StandardsDecisionStatus(models.TextChoices):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
 class StandardsDecision(AppendOnlyModel):
     """Who accepted or rejected one import, and when; taken once."""
 
-    class Status(models.TextChoices):
-        ACCEPTED = "accepted"
-        REJECTED = "rejected"
+    Status = StandardsDecisionStatus
 
     standards_import = models.OneToOneField(
         StandardsImport, on_delete=models.PROTECT, related_name="decision"
@@ -410,7 +429,7 @@ class StandardsDecision(AppendOnlyModel):
         ordering = ["decided_at", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(status__in=["accepted", "rejected"]),
+                condition=Q(status__in=StandardsDecisionStatus.values),
                 name="governance_standardsdecision_status_valid",
             ),
         ]
@@ -436,6 +455,12 @@ class SkillQuerySet(AppendOnlyQuerySet):
         return self.exclude(models.Exists(newer))
 
 
+class SkillProvenance(models.TextChoices):
+    REUSABLE_EXPLICIT = "reusable-explicit"
+    INSTALLED_COPY = "installed-copy"
+    LEGACY_UNVERIFIED = "legacy-unverified"
+
+
 class Skill(AppendOnlyModel):
     """One version of a project skill: its SKILL.md text and its provenance record.
 
@@ -445,10 +470,7 @@ class Skill(AppendOnlyModel):
     is reusable-explicit. Legacy imports may carry a record that does not.
     """
 
-    class Provenance(models.TextChoices):
-        REUSABLE_EXPLICIT = "reusable-explicit"
-        INSTALLED_COPY = "installed-copy"
-        LEGACY_UNVERIFIED = "legacy-unverified"
+    Provenance = SkillProvenance
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="skills")
     name = models.CharField(max_length=64)
@@ -476,7 +498,7 @@ class Skill(AppendOnlyModel):
             ),
             models.CheckConstraint(
                 condition=Q(
-                    provenance__in=["reusable-explicit", "installed-copy", "legacy-unverified"]
+                    provenance__in=SkillProvenance.values
                 ),
                 name="governance_skill_provenance_valid",
             ),
@@ -505,12 +527,15 @@ class Skill(AppendOnlyModel):
 # --- context deliveries ------------------------------------------------------------------
 
 
+class ContextDeliveryFormat(models.TextChoices):
+    TEXT = "text"
+    JSON = "json"
+
+
 class ContextDelivery(AppendOnlyModel):
     """Who received which context bundle bytes, and when."""
 
-    class Format(models.TextChoices):
-        TEXT = "text"
-        JSON = "json"
+    Format = ContextDeliveryFormat
 
     project = models.ForeignKey(
         Project, on_delete=models.PROTECT, related_name="context_deliveries"
@@ -533,7 +558,7 @@ class ContextDelivery(AppendOnlyModel):
         verbose_name_plural = "context deliveries"
         constraints = [
             models.CheckConstraint(
-                condition=Q(format__in=["text", "json"]),
+                condition=Q(format__in=ContextDeliveryFormat.values),
                 name="governance_contextdelivery_format_valid",
             ),
         ]
@@ -545,6 +570,18 @@ class ContextDelivery(AppendOnlyModel):
 # --- the trust ledger -----------------------------------------------------------------
 
 
+class LedgerRecordKind(models.TextChoices):
+    STANDARDS_IMPORT = "standards_import"
+    STANDARDS_DECISION = "standards_decision"
+    DOCUMENT_REVISION = "document_revision"
+    WORK_ITEM = "work_item"
+    GOVERNANCE_REVISION = "governance_revision"
+    EVIDENCE_RECORD = "evidence_record"
+    WORK_FILE = "work_file"
+    TASK_ARTIFACT = "task_artifact"
+    SKILL = "skill"
+
+
 class LedgerRecord(AppendOnlyModel):
     """One trust-bearing write, linked into its project's ledger (governance/ledger.py).
 
@@ -554,16 +591,7 @@ class LedgerRecord(AppendOnlyModel):
     writer without the key can neither add a record nor re-chain the tail.
     """
 
-    class Kind(models.TextChoices):
-        STANDARDS_IMPORT = "standards_import"
-        STANDARDS_DECISION = "standards_decision"
-        DOCUMENT_REVISION = "document_revision"
-        WORK_ITEM = "work_item"
-        GOVERNANCE_REVISION = "governance_revision"
-        EVIDENCE_RECORD = "evidence_record"
-        WORK_FILE = "work_file"
-        TASK_ARTIFACT = "task_artifact"
-        SKILL = "skill"
+    Kind = LedgerRecordKind
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="ledger")
     seq = models.PositiveBigIntegerField()
@@ -584,11 +612,7 @@ class LedgerRecord(AppendOnlyModel):
             models.UniqueConstraint(fields=["kind", "row_id"],
                                     name="governance_ledgerrecord_unique_row"),
             models.CheckConstraint(
-                condition=Q(kind__in=[
-                    "standards_import", "standards_decision", "document_revision", "work_item",
-                    "governance_revision", "evidence_record", "work_file", "task_artifact",
-                    "skill",
-                ]),
+                condition=Q(kind__in=LedgerRecordKind.values),
                 name="governance_ledgerrecord_kind_valid",
             ),
         ]

@@ -1,4 +1,9 @@
-"""Projects, their tokens, append-only memory entries and review candidates."""
+"""Projects, their tokens, append-only memory entries and review candidates.
+
+Each set of choices is a module-level TextChoices (``MembershipRole``, named
+on its model too: ``Membership.Role``), so the model's CHECK constraint is
+built from its ``values`` and the two can never disagree.
+"""
 
 from __future__ import annotations
 
@@ -71,6 +76,11 @@ class Project(models.Model):
         return {"id": self.id, "name": self.name, "created_at": format_timestamp(self.created_at)}
 
 
+class MembershipRole(models.TextChoices):
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+
+
 class Membership(models.Model):
     """A person's access to one project's team pages; managed by operators in the admin.
 
@@ -80,9 +90,7 @@ class Membership(models.Model):
     grant.
     """
 
-    class Role(models.TextChoices):
-        VIEWER = "viewer"
-        OPERATOR = "operator"
+    Role = MembershipRole
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships"
@@ -98,7 +106,7 @@ class Membership(models.Model):
                 fields=["user", "project"], name="memory_membership_unique_user_project"
             ),
             models.CheckConstraint(
-                condition=Q(role__in=["viewer", "operator"]), name="memory_membership_role_valid"
+                condition=Q(role__in=MembershipRole.values), name="memory_membership_role_valid"
             ),
         ]
 
@@ -312,13 +320,16 @@ class ChainCheckpoint(models.Model):
         raise AppendOnlyError("chain checkpoints are append-only and cannot be deleted")
 
 
+class MemoryCandidateStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
 class MemoryCandidate(models.Model):
     """A proposed entry that becomes memory only when someone with write rights approves it."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        APPROVED = "approved"
-        REJECTED = "rejected"
+    Status = MemoryCandidateStatus
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="candidates")
@@ -340,7 +351,7 @@ class MemoryCandidate(models.Model):
         ordering = ["project_id", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "approved", "rejected"]),
+                condition=Q(status__in=MemoryCandidateStatus.values),
                 name="memory_memorycandidate_status_valid",
             ),
             # An approved candidate always names its entry, and only then.
@@ -454,6 +465,14 @@ class RateCounter(models.Model):
         return f"{self.counter_key}: {self.hits}"
 
 
+class ProjectQuotaKind(models.TextChoices):
+    # Labelled with their own names: the names the API's 409 body uses.
+    ENTRIES = "entries", "entries"
+    DOCUMENTS = "documents", "documents"
+    WORK_FILES = "work_files", "work_files"
+    SKILLS = "skills", "skills"
+
+
 class ProjectQuota(models.Model):
     """How many bytes of one kind of stored text a project holds, and its limit.
 
@@ -463,12 +482,7 @@ class ProjectQuota(models.Model):
     Not append-only: stored rows are never removed, so usage only grows.
     """
 
-    class Kind(models.TextChoices):
-        # Labelled with their own names: the names the API's 409 body uses.
-        ENTRIES = "entries", "entries"
-        DOCUMENTS = "documents", "documents"
-        WORK_FILES = "work_files", "work_files"
-        SKILLS = "skills", "skills"
+    Kind = ProjectQuotaKind
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="quotas")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -487,7 +501,7 @@ class ProjectQuota(models.Model):
                 fields=["project", "kind"], name="memory_projectquota_unique_kind"
             ),
             models.CheckConstraint(
-                condition=Q(kind__in=["entries", "documents", "work_files", "skills"]),
+                condition=Q(kind__in=ProjectQuotaKind.values),
                 name="memory_projectquota_kind_valid",
             ),
             models.CheckConstraint(
