@@ -11,8 +11,8 @@ import json
 import pytest
 from django.contrib import admin
 
-from governance.models import StandardsDecision
 from gedweb.admin import ProjectScopedAdmin
+from governance.models import StandardsDecision
 from memory.models import Membership, MemoryCandidate, MemoryEntry, Project, ProjectToken
 from tests.admin.conftest import OPERATOR, messages_of, populate
 from tests.conftest import bearer_client
