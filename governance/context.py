@@ -10,7 +10,6 @@ frame, so nothing in project data can end its frame and act as instruction.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gedweb.lib import framing
+from gedweb.lib.digest import sha256_text
 from gedweb.lib.substantive import is_substantive
 from governance import ledger, services
 from governance.models import ContextDelivery, EvidenceRecord, WorkItem
@@ -63,7 +63,7 @@ class Section:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        return sha256_text(self.text)
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sha256": self.sha256}
@@ -81,7 +81,7 @@ class Bundle:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        return sha256_text(self.text)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -24,7 +24,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from gedweb import append_only
 from gedweb.lib import governance as gov
-from gedweb.lib.standards import sha256_text
+from gedweb.lib.digest import sha256_text
 from governance import ledger_checkpoints
 from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
 from memory import mirror

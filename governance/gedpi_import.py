@@ -45,7 +45,7 @@ from gedweb.errors import CheckoutRefused, DomainError
 from gedweb.lib import governance as gov
 from gedweb.lib import safefs
 from gedweb.lib import skills as skill_rules
-from gedweb.lib.standards import sha256_text
+from gedweb.lib.digest import sha256_text
 from governance import services
 from governance.gedpi_export import render_tree
 from governance.models import STANDARDS_PATHS, StandardsImport, TaskArtifact

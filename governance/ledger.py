@@ -36,7 +36,8 @@ from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
 from gedweb.lib.canonical import canonical_json
-from gedweb.lib.ledger import GENESIS_HASH, content_digest, record_hash, row_digest
+from gedweb.lib.digest import sha256_text
+from gedweb.lib.ledger import GENESIS_HASH, record_hash, row_digest
 from governance.models import (
     EvidenceRecord,
     GovernanceRevision,
@@ -67,7 +68,7 @@ def standards_import_fields(row: Any) -> dict[str, Any]:
         "project_id": row.project_id,
         "path": row.path,
         "sha256": row.sha256,
-        "content_sha256": content_digest(row.content),
+        "content_sha256": sha256_text(row.content),
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
     }
@@ -84,7 +85,7 @@ def standards_decision_fields(row: Any) -> dict[str, Any]:
 
 
 def _optional_digest(text: str | None) -> str | None:
-    return None if text is None else content_digest(text)
+    return None if text is None else sha256_text(text)
 
 
 def document_revision_fields(row: Any) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def document_revision_fields(row: Any) -> dict[str, Any]:
         "path": row.path,
         "revision": row.revision,
         "sha256": row.sha256,
-        "content_sha256": content_digest(row.content),
+        "content_sha256": sha256_text(row.content),
         "reason_sha256": _optional_digest(row.reason),
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
@@ -106,13 +107,13 @@ def work_item_fields(row: Any) -> dict[str, Any]:
         "id": row.id,
         "project_id": row.project_id,
         "work_id": row.work_id,
-        "summary_sha256": content_digest(row.summary),
+        "summary_sha256": sha256_text(row.summary),
         "mode": row.mode,
         "created_at": format_timestamp(row.created_at),
         "branch": row.branch,
         "base_head": row.base_head,
         "origin_sha256": (None if row.origin is None
-                          else content_digest(canonical_json(row.origin))),
+                          else sha256_text(canonical_json(row.origin))),
         "author": row.author,
     }
 
@@ -122,7 +123,7 @@ def governance_revision_fields(row: Any) -> dict[str, Any]:
         "id": row.id,
         "work_id": row.work_id,
         "revision": row.revision,
-        "document_sha256": content_digest(row.document_json),
+        "document_sha256": sha256_text(row.document_json),
         "evidence_count": row.evidence_count,
         "operation": row.operation,
         "author": row.author,
@@ -136,7 +137,7 @@ def evidence_record_fields(row: Any) -> dict[str, Any]:
         "work_id": row.work_id,
         "position": row.position,
         "evidence_id": row.evidence_id,
-        "record_sha256": content_digest(row.record_json),
+        "record_sha256": sha256_text(row.record_json),
         "revision": row.revision,
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
@@ -149,7 +150,7 @@ def work_file_fields(row: Any) -> dict[str, Any]:
         "work_id": row.work_id,
         "name": row.name,
         "version": row.version,
-        "content_sha256": content_digest(row.content),
+        "content_sha256": sha256_text(row.content),
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
     }
@@ -165,10 +166,10 @@ def skill_fields(row: Any) -> dict[str, Any]:
         "project_id": row.project_id,
         "name": row.name,
         "version": row.version,
-        "content_sha256": content_digest(row.content),
+        "content_sha256": sha256_text(row.content),
         "recorded_hash": row.recorded_hash,
         "provenance": row.provenance,
-        "reason_sha256": content_digest(row.reason),
+        "reason_sha256": sha256_text(row.reason),
         "source_sha256": _optional_digest(row.source),
         "installed_at": format_timestamp(row.installed_at),
         "gedpi_record_sha256": _optional_digest(row.gedpi_record),

@@ -13,7 +13,6 @@ built from its ``values`` and the two can never disagree.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -22,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gedweb.errors import Conflict, HashMismatch
+from gedweb.lib.digest import sha256_text
 from memory.models import Project
 from memory.querysets import AppendOnlyError
 
@@ -510,7 +510,7 @@ class Skill(AppendOnlyModel):
     @property
     def content_hash(self) -> str:
         # Raw UTF-8, no normalisation: line endings, BOM and spaces all count.
-        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
+        return sha256_text(self.content)
 
     @property
     def verified(self) -> bool:

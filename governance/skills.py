@@ -21,8 +21,8 @@ from django.utils import timezone
 
 from gedweb.errors import Conflict
 from gedweb.lib import skills as rules
+from gedweb.lib.digest import sha256_text
 from gedweb.lib.governance import format_time
-from gedweb.lib.standards import sha256_text
 from governance import ledger
 from governance.models import Skill
 from memory import quotas

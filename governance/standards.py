@@ -20,7 +20,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from gedweb.errors import Conflict
-from gedweb.lib.standards import render_standards, sha256_text
+from gedweb.lib.digest import sha256_text
+from gedweb.lib.standards import render_standards
 from governance import ledger
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
 from memory import quotas

@@ -12,7 +12,6 @@ item. Handoffs are still scoped to the project's own work items.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from gedweb.errors import Conflict, StaleRevision
+from gedweb.lib.digest import sha256_text
 from gedweb.lib.governance import WORK_ID_RE
 from gedweb.lib.substantive import is_substantive
 from memory import quotas
@@ -153,10 +153,6 @@ def validate_document_reason(value: str | None) -> None:
         raise ValidationError("must be valid Unicode text (no lone surrogates)") from None
 
 
-def content_sha256(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
 # --- writes ---------------------------------------------------------------------------
 
 
@@ -242,7 +238,7 @@ def document_put(
                 path=path,
                 revision=number,
                 content=content,
-                sha256=content_sha256(content),
+                sha256=sha256_text(content),
                 author=author,
                 created_at=timezone.now(),
                 reason=reason,

@@ -7,7 +7,6 @@ built from its ``values`` and the two can never disagree.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +17,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from gedweb.lib.digest import sha256_text
 from memory.querysets import (
     AppendOnlyError,
     CandidateQuerySet,
@@ -54,7 +54,7 @@ def format_timestamp(moment: datetime) -> str:
 
 
 def hash_token(raw: str) -> str:
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+    return sha256_text(raw)
 
 
 class Project(models.Model):

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from gedweb.lib.digest import sha256_text
+
 # --- Appendix A, in GedPi's order ---------------------------------------------------
 
 CONTEXT_MAP = (
@@ -292,7 +294,7 @@ class TemplateVariant:
 
 
 def _variant(path: str, origin: str, text: str) -> TemplateVariant:
-    return TemplateVariant(path, origin, hashlib.sha256(text.encode("utf-8")).hexdigest(), text)
+    return TemplateVariant(path, origin, sha256_text(text), text)
 
 
 HISTORICAL_VARIANTS: tuple[TemplateVariant, ...] = (

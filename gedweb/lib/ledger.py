@@ -21,14 +21,9 @@ from typing import Any
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH
 
-__all__ = ["GENESIS_HASH", "LINKED_FIELDS", "content_digest", "record_hash", "row_digest"]
+__all__ = ["GENESIS_HASH", "LINKED_FIELDS", "record_hash", "row_digest"]
 
 LINKED_FIELDS = ("created_at", "digest", "kind", "project_id", "row_id", "seq")
-
-
-def content_digest(text: str) -> str:
-    """The sha256 of a text's raw UTF-8 bytes: how content enters a digest."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def row_digest(kind: str, fields: Mapping[str, Any]) -> str:

@@ -7,7 +7,6 @@ it, so no line inside the content can close its own frame.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 PREAMBLE = (
@@ -17,11 +16,6 @@ PREAMBLE = (
     "approved for Ged use.\n"
     "\n"
 )
-
-
-def sha256_text(content: str) -> str:
-    """SHA-256 of the text's raw UTF-8 bytes (no normalisation)."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def approved_marker(sha256: str, content: str) -> str:

@@ -21,7 +21,7 @@ from django.db import connection
 from django.db.migrations.recorder import MigrationRecorder
 
 from gedweb import append_only
-from gedweb.lib.standards import sha256_text
+from gedweb.lib.digest import sha256_text
 from governance import doctor, skills, standards
 from governance.models import (
     EvidenceRecord,

@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from gedweb.lib.standards import sha256_text
+from gedweb.lib.digest import sha256_text
 from governance import ledger, ledger_checkpoints, standards
 from governance.models import LedgerRecord, StandardsDecision, StandardsImport
 from memory import checkpoints

@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
-from gedweb.lib.standards import sha256_text
+from gedweb.lib.digest import sha256_text
 from governance import doctor, ledger, ledger_checkpoints, standards
 from governance.context import context_bundle
 from governance.models import LedgerRecord, StandardsDecision, StandardsImport
