@@ -23,6 +23,7 @@ from django.utils import timezone
 from gedweb.append_only import AppendOnlyModel, AppendOnlyQuerySet
 from gedweb.errors import Conflict, HashMismatch
 from gedweb.lib.digest import sha256_text
+from memory.locks import lock_project
 from memory.models import Project
 
 
@@ -351,8 +352,6 @@ class StandardsImport(AppendOnlyModel):
                 f"{self.path}: the import's sha256 is {self.sha256}, not {sha256}",
                 sha256=self.sha256,
             )
-        from governance import ledger
-
         existing = StandardsDecision.objects.filter(standards_import=self).first()
         if existing is None:
             try:
@@ -360,7 +359,7 @@ class StandardsImport(AppendOnlyModel):
                 # deciders in; the loser lands below. The decision and its
                 # ledger record commit together, under the project lock.
                 with transaction.atomic():
-                    ledger.ledger_lock(self.project_id)
+                    lock_project(self.project_id)
                     decision = StandardsDecision.objects.create(
                         standards_import=self,
                         status=status,
