@@ -260,8 +260,8 @@ def render_direct_md(work_id: str, summary: str, decision: Mapping[str, Any],
 # --- the document's schema (§2.2, §2.3) -------------------------------------------------
 #
 # Every object GedPi keeps is a pydantic model below: its fields in the order
-# GedPi checks them, strict types (no coercion: "1" is not 1, true is not 1),
-# unknown keys refused. A model only checks: the document is never rebuilt
+# GedPi checks them, strict types (no coercion: "1" is not 1, true is no
+# integer), unknown keys refused. A model only checks: the document is never rebuilt
 # from it, so what is stored is exactly what came in. pydantic's messages are
 # not GedPi's, so each field carries GedPi's sentence as a Refusal and
 # _Shape._sentence turns the first failure into it: that one function is the
@@ -441,6 +441,7 @@ class _SnapshotPath(_Shape):
 class _Snapshot(_Shape):
     """A repository snapshot; only its shape, since its digests need the checkout itself."""
 
+    # Literal[1] takes true and 1.0, as the `!= 1` check before the schema did.
     version: Annotated[Literal[1], Refusal("{what}.version must be 1")]
     repositoryRoot: Annotated[NonBlank, Refusal("{what} has an invalid repositoryRoot or git flag")]
     git: Annotated[bool, Refusal("{what} has an invalid repositoryRoot or git flag")]

@@ -249,6 +249,14 @@ def test_a_verification_binding_keeps_its_odd_but_valid_values():
         assert gov.validate_evidence(item) is None
 
 
+def test_a_version_equal_to_one_is_taken_as_before_the_schema():
+    """`!= 1` let 1.0 through, and true where no boolean check stood (the snapshot's)."""
+    state = make_state()
+    state["schemaVersion"] = 1.0
+    state["contentBaseline"] = {**snapshot(), "version": True}
+    assert gov.validate_state(state, WORK_ID) is None
+
+
 @pytest.mark.parametrize(
     ("validate", "item", "message"),
     [
