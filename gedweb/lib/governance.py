@@ -358,7 +358,7 @@ def _unique_strings(what: str) -> Refusal:
                    {"not_unique": f"{what} must not repeat entries"})
 
 
-def _listed(name: str) -> Refusal:
+def _records_with_ids(name: str) -> Refusal:
     return Refusal(f"{name} must be a list", {"not_unique": f"{name} ids must be unique"})
 
 
@@ -657,14 +657,14 @@ class _State(_Shape):
     decision: _Decision
     executionProfile: Annotated[ExecutionProfile, Refusal("executionProfile is not known")]
     lifecycle: Annotated[Lifecycle, Refusal("lifecycle is not known")]
-    approvals: Annotated[list[_Approval], AfterValidator(_unique_ids), _listed("approvals")]
-    evidence: Annotated[list[_Evidence], AfterValidator(_unique_ids), _listed("evidence")]
+    approvals: Annotated[list[_Approval], AfterValidator(_unique_ids), _records_with_ids("approvals")]
+    evidence: Annotated[list[_Evidence], AfterValidator(_unique_ids), _records_with_ids("evidence")]
     pendingMutations: Annotated[list[_PendingMutation], AfterValidator(_unique_ids),
-                                _listed("pendingMutations")] = Field(default=[])
+                                _records_with_ids("pendingMutations")] = Field(default=[])
     pendingCommits: Annotated[list[_PendingCommit], AfterValidator(_unique_ids),
-                              _listed("pendingCommits")] = Field(default=[])
+                              _records_with_ids("pendingCommits")] = Field(default=[])
     lifecycleTransitions: Annotated[list[_Transition], AfterValidator(_unique_ids),
-                                    _listed("lifecycleTransitions")] = Field(default=[])
+                                    _records_with_ids("lifecycleTransitions")] = Field(default=[])
     contentBaseline: _ContentBaseline = Field(default=None)
 
     @model_validator(mode="after")
