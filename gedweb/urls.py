@@ -64,8 +64,11 @@ urlpatterns = [
         csp_override(DOCS_CSP)(DocsView.as_view(url_name="schema")),
         name="docs",
     ),
-    path("v1/", include("memory.api.urls")),
+    # Governance's first: its handoff route (documents/handoff/<work_id>.md)
+    # comes before memory's documents/<path>, since a handoff needs
+    # governance's rule. No other route of either app matches the other's.
     path("v1/", include("governance.api.urls")),
+    path("v1/", include("memory.api.urls")),
     # Last: any other /v1 path is a JSON 404, whatever DEBUG says; so is a
     # path value that fits no converter (gedweb/converters.py).
     re_path(r"^v1(?:/.*)?$", api.NotFoundView.as_view()),
