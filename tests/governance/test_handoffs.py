@@ -124,3 +124,16 @@ def test_the_api_routes_a_handoff_to_governance_and_every_other_document_to_memo
                  f"handoff/{work_id}.md/revisions"):
         match = resolve(f"/v1/projects/alpha/documents/{path}")
         assert match.namespace == "memory-api", path
+
+
+def test_the_admin_cannot_add_a_handoff(alpha, client, django_user_model):
+    # The admin shows document revisions read-only: no way in beside handoff_put.
+    work = open_work(alpha.project)
+    root = django_user_model.objects.create_superuser("root", "root@example.org", "pw-root-123")
+    client.force_login(root)
+    response = client.post("/admin/memory/documentrevision/add/", {
+        "project": alpha.id, "path": f"handoff/{work.work_id}.md", "revision": 1,
+        "content": TEXT, "author": "root",
+    })
+    assert response.status_code == 403
+    assert handoffs_of(alpha.project) == []
