@@ -35,6 +35,7 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
@@ -48,12 +49,14 @@ from gedweb.lib import skills as skill_rules
 from gedweb.lib.digest import sha256_text
 from governance import services
 from governance.gedpi_export import render_tree
+from governance.handoffs import handoff_path, handoff_put
 from governance.models import STANDARDS_PATHS, StandardsImport, TaskArtifact
 from governance.skills import skill_import
 from governance.standards import standards_decision_import, standards_import_submit
 from memory import quotas
 from memory.documents import (
     DOCUMENT_ID_RE,
+    PutResult,
     document_current,
     document_put,
     validate_document_content,
@@ -146,7 +149,7 @@ class Checkout:
     standards: list[StandardsEntry] = field(default_factory=list)
     skills: list[SkillEntry] = field(default_factory=list)
     work: list[WorkEntry] = field(default_factory=list)
-    handoffs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    handoffs: dict[str, tuple[str, str]] = field(default_factory=dict)  # work id -> (file, text)
     # Per standards path: the (status, sha256) of every hash-bound accepted or
     # rejected IMPORT-STATE.json entry, those whose bytes are gone included,
     # and the sha256 of the file's raw bytes in the checkout (None: absent).
@@ -621,7 +624,7 @@ def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
         checkout.supported[handoff_rel] = handoff.encode("utf-8")
         try:
             validate_document_content(handoff)
-            checkout.handoffs[f"handoff/{work_id}.md"] = (handoff_rel, handoff)
+            checkout.handoffs[work_id] = (handoff_rel, handoff)
         except ValidationError as exc:
             checkout.skip(handoff_rel, _messages(exc))
     checkout.work.append(entry)
@@ -810,15 +813,17 @@ def _import_standard(project: Project, entry: StandardsEntry, author: str,
     )
 
 
-def _put_document(project: Project, path: str, rel: str, text: str, author: str,
-                  reason: str) -> bool:
+def _put_document(project: Project, path: str, rel: str, text: str,
+                  write: Callable[..., PutResult]) -> bool:
+    """Store ``text`` as the next revision of ``path`` unless it already is the current one.
+
+    ``write(expected_revision=...)`` stores it: document_put for memory's
+    documents, handoff_put (governance's rule) for a handoff.
+    """
     current = document_current(project, path)
     if current is not None and current.content == text:
         return False  # also for reports, which document_put refuses to touch again
-    result = _named(rel, lambda: document_put(
-        project=project, path=path, content=text, author=author,
-        expected_revision=current.revision if current else None, reason=reason,
-    ))
+    result = _named(rel, lambda: write(expected_revision=current.revision if current else None))
     return result.changed
 
 
@@ -859,7 +864,9 @@ def import_checkout(
     with transaction.atomic(), quotas.deferred():
         lock_project(project)
         for path, (rel, text) in checkout.documents.items():
-            result.count("documents", _put_document(project, path, rel, text, author, reason))
+            write = partial(document_put, project=project, path=path, content=text,
+                            author=author, reason=reason)
+            result.count("documents", _put_document(project, path, rel, text, write))
         for entry in checkout.standards:
             changed, line = _import_standard(
                 project, entry, author, trusted_by if id(entry) in trusted_ids else None
@@ -874,8 +881,11 @@ def import_checkout(
             result.count("skills", outcome != "unchanged")
         for entry in checkout.work:
             _import_work(project, entry, author, result)
-        for path, (rel, text) in checkout.handoffs.items():
-            result.count("documents", _put_document(project, path, rel, text, author, reason))
+        for work_id, (rel, text) in checkout.handoffs.items():
+            write = partial(handoff_put, project=project, work_id=work_id, content=text,
+                            author=author, reason=reason)
+            result.count("documents", _put_document(project, handoff_path(work_id), rel, text,
+                                                    write))
         rendered = render_tree(project)
         result.not_reproducible = sorted(
             rel for rel, data in checkout.supported.items() if rendered.get(rel) != data

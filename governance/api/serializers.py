@@ -223,3 +223,22 @@ class ActiveWorkSerializer(serializers.Serializer):
     operation = serializers.CharField()
     selectedAt = serializers.CharField()
     requestId = serializers.CharField()
+
+
+# --- handoffs ------------------------------------------------------------------------
+#
+# The handoff route serves the same body and query as memory's document
+# route (tests/memory/test_api_documents.py compares their refusals), which
+# documents both in the schema.
+
+
+class HandoffPutSerializer(StrictSerializer):
+    content = StrictCharField()
+    expected_revision = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0
+    )
+    reason = StrictCharField(required=False, allow_null=True, default=None)
+
+
+class HandoffGetQuerySerializer(StrictSerializer):
+    revision = serializers.IntegerField(required=False, min_value=1)
