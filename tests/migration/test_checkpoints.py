@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from gedweb.lib import gedpi_checkpoints as cp
-from gedweb.lib import governance as gov
-from gedweb.lib.gedpi_checkpoints import (
+from gedweb.checkout import checkpoints as cp
+from gedweb.checkout.checkpoints import (
     CheckpointError,
     checkpoint_problems,
     migrate_legacy_checkpoints,
     plan_legacy_checkpoints,
 )
+from gedweb.lib import governance as gov
 
 NOW = datetime(2026, 8, 10, 5, 0, tzinfo=UTC)
 CREATED_AT = "2026-08-10T05:00:00.000Z"

@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from gedweb.checkout import v3
 from gedweb.lib import gedpi_placeholders as ph
-from gedweb.lib import gedpi_v3 as v3
 from tests.migration.trees import (
     REAL_DECISIONS,
     WORK_A,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from gedweb.checkout import v3
+from gedweb.checkout.safefs import UnsafePath
 from gedweb.lib import gedpi_placeholders as ph
-from gedweb.lib import gedpi_v3 as v3
-from gedweb.lib.safefs import UnsafePath
 from tests.migration.trees import (
     CREATED_B,
     REAL_ARCHITECTURE,

@@ -32,8 +32,8 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
+from gedweb.checkout import v3
 from gedweb.lib import gedpi_placeholders as ph
-from gedweb.lib import gedpi_v3 as v3
 from tests.migration.trees import directories, scenario_tree, snapshot, write_tree
 
 STATE = ".ged/MEMORY-MIGRATION.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from gedweb.lib import gedpi_v3 as v3
+from gedweb.checkout import v3
 from tests.migration.trees import REAL_GLOSSARY, pretty, scenario_tree, snapshot, write_tree
 
 DEAD_PID = 2147483647

@@ -36,8 +36,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from gedweb.lib import gedpi_v3 as v3
-from gedweb.lib import safefs
+from gedweb.checkout import safefs, v3
 from tests.migration.test_v3_crash import crash_tree, normalise
 from tests.migration.trees import (
     REAL_DECISIONS,

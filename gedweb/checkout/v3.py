@@ -15,7 +15,7 @@ Step order (each destructive step is journaled first):
   then the completion record, written last and create-only.
 
 Deviations from GedPi are listed in docs/migration.md; each is marked
-"GedWeb:" below. Everything touches the checkout through gedweb.lib.safefs.
+"GedWeb:" below. Everything touches the checkout through gedweb.checkout.safefs.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gedweb.lib import safefs
-from gedweb.lib.failpoints import failpoint
+from gedweb.checkout import safefs
+from gedweb.checkout.safefs import READ, WRITE, UnsafePath, sha256_hex
+from gedweb.failpoints import failpoint
 from gedweb.lib.gedpi_placeholders import PLACEHOLDERS, template_variant
 from gedweb.lib.governance import WORK_ID_RE, format_time
-from gedweb.lib.safefs import READ, WRITE, UnsafePath, sha256_hex
 
 MIGRATION_ID = "durable-memory-v3"
 SCHEMA_VERSION = 1
@@ -1248,7 +1248,7 @@ def checkout_problems(root: Path) -> list[str]:
         except (MigrationError, UnsafePath, OSError) as exc:
             problems.append(f"durable-memory v3 status: {exc}")
     try:
-        from gedweb.lib.gedpi_checkpoints import checkpoint_problems
+        from gedweb.checkout.checkpoints import checkpoint_problems
     except ImportError as exc:
         problems.append(f"legacy-checkpoints-v1 checks are unavailable: {exc}")
     else:
@@ -1297,7 +1297,7 @@ def refuse_hard_links(root: Path) -> None:
 
 @dataclass
 class CheckoutResult:
-    checkpoints: Any  # gedweb.lib.gedpi_checkpoints.CheckpointResult
+    checkpoints: Any  # gedweb.checkout.checkpoints.CheckpointResult
     v3: V3Result
 
 
@@ -1308,7 +1308,7 @@ def migrate_checkout(root: Path, *, hooks: MigrationHooks | None = None,
     A CheckpointError (an integrity failure) propagates and the v3 migration
     does not start, as GedPi's startup stops (§6.0).
     """
-    from gedweb.lib.gedpi_checkpoints import migrate_legacy_checkpoints
+    from gedweb.checkout.checkpoints import migrate_legacy_checkpoints
 
     refuse_hard_links(Path(root))
     checkpoints = migrate_legacy_checkpoints(Path(root))
@@ -1316,7 +1316,7 @@ def migrate_checkout(root: Path, *, hooks: MigrationHooks | None = None,
 
 
 def plan_checkout(root: Path) -> list[str]:
-    from gedweb.lib.gedpi_checkpoints import plan_legacy_checkpoints
+    from gedweb.checkout.checkpoints import plan_legacy_checkpoints
 
     refuse_hard_links(Path(root))
     return list(plan_legacy_checkpoints(Path(root))) + plan_v3(root)

@@ -15,7 +15,7 @@ The run is a journal of exclusively published files under
 derived value is recomputed on resume, so an interrupted run resumes to exactly one
 target and concurrent runs converge on one plan.
 
-Every file access goes through :mod:`gedweb.lib.safefs`: a symbolic link, FIFO, socket or
+Every file access goes through :mod:`gedweb.checkout.safefs`: a symbolic link, FIFO, socket or
 device anywhere in the scanned layout is ``unsafe-layout``, and a FIFO is never opened.
 Standard library only; the Django side never imports this at module load.
 """
@@ -34,8 +34,9 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gedweb.lib import governance, safefs
-from gedweb.lib.failpoints import failpoint
+from gedweb.checkout import safefs
+from gedweb.failpoints import failpoint
+from gedweb.lib import governance
 
 MIGRATION_ID = "legacy-checkpoints-v1"
 RUNTIME = ".ged/runtime"
