@@ -18,7 +18,7 @@ ENTRIES = "memory_memoryentry"
 # empties them in reverse). A migration that makes another table append-only
 # adds it here and to docs/security.md's REVOKE list (a test compares the
 # list with the migrations); `manage.py doctor` checks each one's triggers,
-# and tests/conftest.py purges them between transactional tests.
+# and tests/django_fixtures.py purges them between transactional tests.
 TABLES = (
     ENTRIES,
     "memory_documentrevision",

@@ -32,7 +32,7 @@ from governance.models import (
 )
 from memory import mirror, services
 from memory.models import MemoryEntry
-from tests.conftest import is_postgres
+from tests.django_fixtures import is_postgres
 from tests.governance.support import add_evidence, open_work
 from tests.memory.test_commands import tamper
 from tests.subprocesses import manage

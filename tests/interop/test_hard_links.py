@@ -19,12 +19,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from gedweb.checkout import safefs, v3
+from tests.checkout.trees import directories, scenario_tree, snapshot
 from tests.interop.gedpi_trees import migrated_checkout, write_tree
 from tests.interop.test_doctor import doctor_run, failures
 from tests.interop.test_ged_import import counts, database
 from tests.interop.test_ged_import import refused as import_refused
 from tests.interop.test_ged_import import run as import_run
-from tests.migration.trees import directories, scenario_tree, snapshot
 
 SECRET = "outside-secret-7f3a: the operator's private notes\n"
 SKILL = ".agents/skills/release-notes/SKILL.md"

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from gedweb.checkout import v3
 from gedweb.lib import gedpi_placeholders as ph
-from tests.migration.trees import (
+from tests.checkout.trees import (
     REAL_DECISIONS,
     WORK_A,
     directories,

@@ -34,7 +34,7 @@ from django.core.management import call_command
 
 from gedweb.checkout import v3
 from gedweb.lib import gedpi_placeholders as ph
-from tests.migration.trees import directories, scenario_tree, snapshot, write_tree
+from tests.checkout.trees import directories, scenario_tree, snapshot, write_tree
 
 STATE = ".ged/MEMORY-MIGRATION.json"
 

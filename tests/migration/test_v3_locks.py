@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 
 from gedweb.checkout import v3
-from tests.migration.trees import REAL_GLOSSARY, pretty, scenario_tree, snapshot, write_tree
+from tests.checkout.trees import REAL_GLOSSARY, pretty, scenario_tree, snapshot, write_tree
 
 DEAD_PID = 2147483647
 TOKEN = "00000000-0000-4000-8000-000000000000"

@@ -17,7 +17,7 @@ import pytest
 from gedweb.checkout import v3
 from gedweb.checkout.safefs import UnsafePath
 from gedweb.lib import gedpi_placeholders as ph
-from tests.migration.trees import (
+from tests.checkout.trees import (
     CREATED_B,
     REAL_ARCHITECTURE,
     REAL_DECISIONS,

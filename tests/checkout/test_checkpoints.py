@@ -48,7 +48,7 @@ DECISION_REASON = ("Legacy checkpoint state requires human review and cannot aut
 WORK_ID_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,47})-\d{17}-[a-f0-9]{32}$")
 
 
-# --- local tree helpers (tests/migration/trees.py was not there yet) ---------------------------
+# --- local tree helpers (tests/checkout/trees.py was not there yet) ---------------------------
 
 
 def write_tree(root: Path, files: dict[str, bytes | str]) -> None:
