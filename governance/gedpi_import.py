@@ -230,10 +230,11 @@ class _Reader:
     def bound_migration_gate(self) -> None:
         """Bound what gedweb.checkout.v3.migration_status reads before it runs."""
         from gedweb.checkout import v3
+        from gedweb.lib.gedpi_placeholders import PLACEHOLDERS
 
         for rel in (v3.STATE_PATH, ".ged/VERSION", v3.JOURNAL_PATH,
                     v3.GLOSSARY_PATH, v3.DECISIONS_PATH,
-                    *(source for source, _ in v3.PLACEHOLDERS)):
+                    *(source for source, _ in PLACEHOLDERS)):
             self.check_size(rel)
         for directory in v3.LEGACY_DIRS:
             self.count_entries(f".ged/{directory}", recursive=True)

@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from gedweb.checkout import v3
+from gedweb.checkout.migrate import migrate_checkout, plan_checkout
 from gedweb.checkout.safefs import UnsafePath
 from gedweb.commands import GedWebCommand, path_argument
 
@@ -68,11 +69,11 @@ class Command(GedWebCommand):
 
         try:
             if dry_run:
-                for line in v3.plan_checkout(root):
+                for line in plan_checkout(root):
                     self.stdout.write(line)
                 self.stdout.write("dry run: nothing was changed")
                 return
-            result = v3.migrate_checkout(root, wait_seconds=wait)
+            result = migrate_checkout(root, wait_seconds=wait)
         except (UnsafePath, v3.MigrationError, CheckpointError, OSError,
                 UnicodeDecodeError) as exc:
             raise CommandError(" ".join(str(exc).split())) from None
