@@ -17,8 +17,10 @@ Step order (each destructive step is journaled first):
 One concern per module: layout (paths), reasons, errors, texts (the bytes
 written, pure), files (GedPi's reads and walks), journal (entries, journal,
 completion record), pointers (pointer trust), sources (which files a step
-takes), status (is a migration needed), lock, hard_links, steps (A-H and the
-completion record), run (``migrate_v3``), plan (the dry run), doctor. This
+takes), status (is a migration needed: ``assess``, one answer for the run,
+the dry run and ``migration_status``), lock, hard_links, plan (the actions a
+run takes, which the dry run prints), steps (``Run``, which executes them),
+run (``migrate_v3``), doctor. This
 package's names are the migration's interface. Deviations from GedPi are
 listed in docs/migration.md; each is marked "GedWeb:" where it is made.
 Everything touches the checkout through gedweb.checkout.safefs.
@@ -60,7 +62,19 @@ from gedweb.checkout.v3.layout import (
     backup_path,
 )
 from gedweb.checkout.v3.lock import DEFAULT_WAIT_SECONDS, holder_alive, read_lock_candidates
-from gedweb.checkout.v3.plan import plan_v3
+from gedweb.checkout.v3.plan import (
+    Action,
+    KeepPointer,
+    MoveDecisions,
+    MoveGlossary,
+    MoveTask,
+    RemovePlaceholder,
+    Retain,
+    RetainTask,
+    WriteCompletion,
+    plan_actions,
+    plan_v3,
+)
 from gedweb.checkout.v3.reasons import (
     REASON_AMBIGUOUS,
     REASON_BRANCH_WORK,
@@ -73,7 +87,7 @@ from gedweb.checkout.v3.reasons import (
     REASONS_KEPT_CANONICAL,
 )
 from gedweb.checkout.v3.run import FAILPOINTS, V3Result, migrate_v3
-from gedweb.checkout.v3.status import migration_status
+from gedweb.checkout.v3.status import Assessment, assess, migration_status
 from gedweb.checkout.v3.steps import MigrationHooks, Run
 from gedweb.checkout.v3.texts import decisions_pointer, dump_json, glossary_pointer, marker
 
@@ -88,5 +102,7 @@ __all__ = [
     "dump_json", "entry_key", "glossary_pointer", "hard_link_problems", "holder_alive",
     "make_entry", "marker", "migrate_v3", "migration_status", "parse_entry", "plan_v3",
     "read_completion", "read_journal", "read_lock_candidates", "refuse_hard_links",
-    "sha256_hex",
+    "sha256_hex", "Action", "Assessment", "KeepPointer", "MoveDecisions", "MoveGlossary",
+    "MoveTask", "RemovePlaceholder", "Retain", "RetainTask", "WriteCompletion", "assess",
+    "plan_actions",
 ]

@@ -1,4 +1,4 @@
-"""``migrate_v3``: the lock, then the steps in GedPi's order."""
+"""``migrate_v3``: the assessment, the lock, then the plan's actions, executed in order."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from typing import Any
 
 from gedweb.checkout import safefs
 from gedweb.checkout.safefs import WRITE
-from gedweb.checkout.v3.files import read
-from gedweb.checkout.v3.journal import read_completion, read_journal
+from gedweb.checkout.v3.journal import read_journal
 from gedweb.checkout.v3.layout import LOCKS_DIR
 from gedweb.checkout.v3.lock import DEFAULT_WAIT_SECONDS, Lock, acquire
-from gedweb.checkout.v3.status import has_actionable_legacy_memory
+from gedweb.checkout.v3.plan import plan_actions
+from gedweb.checkout.v3.status import assess
 from gedweb.checkout.v3.steps import MigrationHooks, Run
-from gedweb.checkout.v3.texts import parse_version
 from gedweb.failpoints import failpoint
 
 
@@ -29,14 +28,11 @@ def migrate_v3(root: Path, *, hooks: MigrationHooks | None = None,
                wait_seconds: float = DEFAULT_WAIT_SECONDS) -> V3Result:
     """Run GedPi's durable-memory v3 migration on the checkout at ``root``."""
     root = Path(root)
-    completed = read_completion(root)
-    if completed is not None:
-        return V3Result("already-complete", completed["entries"], completed)
-    version = read(root, ".ged/VERSION")
-    if version is None:
-        return V3Result("not-needed")
-    parsed = parse_version(version)
-    if parsed is not None and parsed >= 3 and not has_actionable_legacy_memory(root):
+    assessment = assess(root)
+    if assessment.completion is not None:
+        return V3Result("already-complete", assessment.completion["entries"],
+                        assessment.completion)
+    if assessment.status == "not-needed":
         return V3Result("not-needed")
     # GedWeb: a damaged journal aborts before the lock, so the refusal touches
     # nothing (not even a dead run's lock). Read again under the lock by Run.
@@ -52,14 +48,10 @@ def migrate_v3(root: Path, *, hooks: MigrationHooks | None = None,
             return V3Result("already-complete", converged["entries"], converged)
         failpoint("migrate_v3.lock.acquired")
         run = Run(root, hooks)
-        run.placeholders()
-        run.glossary()
-        run.decisions()
-        run.tasks()
-        run.retained()
-        run.reported()
-        state = run.complete()
-        return V3Result("completed", run.entries, state)
+        # The plan is made under the lock, from the journal the run resumes.
+        for action in plan_actions(root, list(run.entries)):
+            run.execute(action)
+        return V3Result("completed", run.entries, run.state)
     finally:
         lock.release()
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gedweb.checkout import safefs
 from gedweb.checkout.safefs import READ
@@ -36,15 +38,35 @@ def has_actionable_legacy_memory(root: Path) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """The one answer to "is a migration needed", for the run, the dry run and the status.
+
+    ``status`` is "complete" (``completion`` is the record), "not-needed" or
+    "needed"; ``version`` is .ged/VERSION's leading integer, None when the file
+    is absent (``has_version``) or has none.
+    """
+
+    status: str
+    completion: dict[str, Any] | None = None
+    has_version: bool = False
+    version: int | None = None
+
+
+def assess(root: Path) -> Assessment:
+    """GedPi's §6.1 decision; reads only."""
+    completion = read_completion(root)
+    if completion is not None:
+        return Assessment("complete", completion)
+    raw = read(root, ".ged/VERSION")
+    if raw is None:
+        return Assessment("not-needed")
+    version = parse_version(raw)
+    if version is not None and version >= 3 and not has_actionable_legacy_memory(root):
+        return Assessment("not-needed", has_version=True, version=version)
+    return Assessment("needed", has_version=True, version=version)
+
+
 def migration_status(root: Path) -> str:
     """"complete", "not-needed" or "needed"; reads only (§6.1)."""
-    root = Path(root)
-    if read_completion(root) is not None:
-        return "complete"
-    version = read(root, ".ged/VERSION")
-    if version is None:
-        return "not-needed"
-    parsed = parse_version(version)
-    if parsed is not None and parsed >= 3 and not has_actionable_legacy_memory(root):
-        return "not-needed"
-    return "needed"
+    return assess(Path(root)).status

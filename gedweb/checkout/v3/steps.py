@@ -1,4 +1,5 @@
-"""The steps of a run, A to H and the completion record, each destructive one journaled first."""
+"""A run executes the plan's actions (A to H, then the completion record), each destructive one
+journaled first; every crash point and every re-check of a source is here."""
 
 from __future__ import annotations
 
@@ -11,32 +12,34 @@ from typing import Any
 from gedweb.checkout import safefs
 from gedweb.checkout.safefs import READ, WRITE, sha256_hex
 from gedweb.checkout.v3.errors import MigrationError
-from gedweb.checkout.v3.files import gedpi_walk, read, top_level
+from gedweb.checkout.v3.files import read
 from gedweb.checkout.v3.journal import entry_key, make_entry, read_journal
 from gedweb.checkout.v3.layout import (
-    AMBIGUOUS_LEGACY_PATHS,
     CONTEXT_PATH,
     DECISIONS_PATH,
-    GLOBAL_DIRS,
     GLOSSARY_PATH,
     JOURNAL_PATH,
     MIGRATION_ID,
     SCHEMA_VERSION,
     STATE_PATH,
-    adr_path,
     backup_path,
 )
-from gedweb.checkout.v3.pointers import needs_move
+from gedweb.checkout.v3.plan import (
+    Action,
+    KeepPointer,
+    MoveDecisions,
+    MoveGlossary,
+    MoveTask,
+    RemovePlaceholder,
+    Retain,
+    RetainTask,
+    WriteCompletion,
+)
 from gedweb.checkout.v3.reasons import (
-    REASON_AMBIGUOUS,
     REASON_CHANGED_AFTER_COPY,
     REASON_DEST_DIFFERS,
-    REASON_GLOBAL,
     REASON_NO_OWNER,
-    REASON_SKILLS,
 )
-from gedweb.checkout.v3.sources import gedweb_reported, task_destination, task_owner_index
-from gedweb.checkout.v3.status import placeholder_present
 from gedweb.checkout.v3.texts import (
     adr_text,
     as_text,
@@ -47,7 +50,6 @@ from gedweb.checkout.v3.texts import (
     marker,
 )
 from gedweb.failpoints import failpoint
-from gedweb.lib.gedpi_placeholders import PLACEHOLDERS
 from gedweb.lib.governance import format_time
 
 
@@ -69,13 +71,15 @@ JOURNAL_BATCH = 256
 
 
 class Run:
+    """One migration under the lock: the journal it resumes, and the actions it executes."""
+
     def __init__(self, root: Path, hooks: MigrationHooks | None) -> None:
         self.root = root
         self.hooks = hooks or MigrationHooks()
         self.entries: list[dict[str, Any]] = read_journal(root)
         self.keys = {entry_key(entry) for entry in self.entries}
         self.unflushed = 0
-        self.owners: dict[str, list[str]] | None = None
+        self.state: dict[str, Any] | None = None
 
     # journal ---------------------------------------------------------------------------
 
@@ -143,32 +147,56 @@ class Run:
                                backup=backup, reason=reason), deferred=True)
         failpoint(f"migrate_v3.{step}.journaled")
 
+    def planned_content(self, source_path: str, digest: str) -> bytes:
+        """The bytes the plan decided on; a source changed since is left alone."""
+        content = read(self.root, source_path)
+        if content is None or sha256_hex(content) != digest:
+            raise MigrationError(
+                f"Legacy source changed during durable-memory migration: {source_path}"
+            )
+        return content
+
+    # the plan's actions ----------------------------------------------------------------
+
+    def execute(self, action: Action) -> None:
+        match action:
+            case RemovePlaceholder():
+                self.remove_placeholder(action)
+            case MoveGlossary():
+                self.move_glossary(action)
+            case MoveDecisions():
+                self.move_decisions(action)
+            case MoveTask():
+                self.move_task(action)
+            case RetainTask():
+                self.retain_task(action)
+            case Retain():
+                self.retain(action.source_path, action.reason, action.step)
+            case WriteCompletion():
+                self.state = self.complete()
+            case KeepPointer():
+                pass  # a pointer this migration wrote stays as it is
+
     # A ---------------------------------------------------------------------------------
 
-    def placeholders(self) -> None:
-        for source_path, text in PLACEHOLDERS:
-            if not placeholder_present(self.root, source_path, text):
-                continue
-            self.before(source_path)
-            current = read(self.root, source_path)
-            if current is None or as_text(current) != text:
-                raise MigrationError(
-                    f"Legacy placeholder changed during durable-memory migration: {source_path}"
-                )
-            self.record(make_entry(source_path, "removed-placeholder"))
-            failpoint("migrate_v3.placeholder.journaled")
-            safefs.remove(self.root, source_path)
-            failpoint("migrate_v3.placeholder.removed")
-            self.after(source_path)
+    def remove_placeholder(self, action: RemovePlaceholder) -> None:
+        source_path = action.source_path
+        self.before(source_path)
+        current = read(self.root, source_path)
+        if current is None or as_text(current) != action.text:
+            raise MigrationError(
+                f"Legacy placeholder changed during durable-memory migration: {source_path}"
+            )
+        self.record(make_entry(source_path, "removed-placeholder"))
+        failpoint("migrate_v3.placeholder.journaled")
+        safefs.remove(self.root, source_path)
+        failpoint("migrate_v3.placeholder.removed")
+        self.after(source_path)
 
     # B ---------------------------------------------------------------------------------
 
-    def glossary(self) -> None:
-        safefs.check(self.root, GLOSSARY_PATH, READ)
-        content = read(self.root, GLOSSARY_PATH)
-        if not needs_move(self.root, GLOSSARY_PATH, content, self.entries):
-            return
-        assert content is not None
+    def move_glossary(self, action: MoveGlossary) -> None:
+        content = self.planned_content(GLOSSARY_PATH, action.sha256)
         digest, backup = self.backup(GLOSSARY_PATH, content)
         failpoint("migrate_v3.glossary.backed_up")
         self.require_unchanged(GLOSSARY_PATH, digest)
@@ -189,16 +217,12 @@ class Run:
 
     # C ---------------------------------------------------------------------------------
 
-    def decisions(self) -> None:
-        safefs.check(self.root, DECISIONS_PATH, READ)
-        content = read(self.root, DECISIONS_PATH)
-        if not needs_move(self.root, DECISIONS_PATH, content, self.entries):
-            return
-        assert content is not None
+    def move_decisions(self, action: MoveDecisions) -> None:
+        content = self.planned_content(DECISIONS_PATH, action.sha256)
         digest, backup = self.backup(DECISIONS_PATH, content)
         failpoint("migrate_v3.decisions.backed_up")
         self.require_unchanged(DECISIONS_PATH, digest)
-        destination = adr_path(digest)
+        destination = action.destination
         safefs.check(self.root, destination, WRITE)
         existing = read(self.root, destination)
         if existing is not None and marker("decisions", digest) not in as_text(existing):
@@ -217,67 +241,47 @@ class Run:
 
     # D ---------------------------------------------------------------------------------
 
-    def tasks(self) -> None:
-        files, _ = top_level(self.root, ".ged/tasks")
-        for name in files:
-            if name == "README.md":
-                continue
-            source_path = f".ged/tasks/{name}"
-            safefs.check(self.root, source_path, READ)
-            content = read(self.root, source_path)
-            if content is None:
-                continue
-            digest, backup = self.backup(source_path, content)
-            failpoint("migrate_v3.task.backed_up")
-            if self.owners is None:
-                self.owners = task_owner_index(self.root)
-            destination = task_destination(self.root, name, self.owners)
-            if destination is None:
+    def retain_task(self, action: RetainTask) -> None:
+        source_path = action.source_path
+        content = read(self.root, source_path)
+        if content is None:
+            return
+        digest, backup = self.backup(source_path, content)
+        failpoint("migrate_v3.task.backed_up")
+        self.record(make_entry(source_path, "retained-substantive", sha256=digest,
+                               backup=backup, reason=REASON_NO_OWNER), deferred=True)
+
+    def move_task(self, action: MoveTask) -> None:
+        source_path, destination = action.source_path, action.destination
+        content = read(self.root, source_path)
+        if content is None:
+            return
+        digest, backup = self.backup(source_path, content)
+        failpoint("migrate_v3.task.backed_up")
+        self.require_unchanged(source_path, digest)
+        safefs.check(self.root, destination, WRITE)
+        # The destination is checked again here, not taken from the plan: its
+        # create-only publication is what decides, whoever wrote it meanwhile.
+        created = safefs.publish_exclusive(self.root, destination, content)
+        if not created:
+            present = read(self.root, destination)
+            if present is None or sha256_hex(present) != digest:
                 self.record(make_entry(source_path, "retained-substantive", sha256=digest,
-                                       backup=backup, reason=REASON_NO_OWNER), deferred=True)
-                continue
-            self.require_unchanged(source_path, digest)
-            safefs.check(self.root, destination, WRITE)
-            created = safefs.publish_exclusive(self.root, destination, content)
-            if not created:
-                present = read(self.root, destination)
-                if present is None or sha256_hex(present) != digest:
-                    self.record(make_entry(source_path, "retained-substantive", sha256=digest,
-                                           backup=backup, reason=REASON_DEST_DIFFERS))
-                    continue
-            failpoint("migrate_v3.task.copied")
-            latest = read(self.root, source_path)
-            if latest is None or sha256_hex(latest) != digest:
-                self.record(make_entry(source_path, "retained-substantive", sha256=digest,
-                                       backup=backup, destination=destination,
-                                       reason=REASON_CHANGED_AFTER_COPY))
-                continue
-            self.record(make_entry(source_path, "migrated-task-artifact", sha256=digest,
-                                   backup=backup, destination=destination))
-            failpoint("migrate_v3.task.journaled")
-            safefs.remove(self.root, source_path)
-            failpoint("migrate_v3.task.removed")
-            self.after(source_path)
-
-    # E-G -------------------------------------------------------------------------------
-
-    def retained(self) -> None:
-        for source_path in AMBIGUOUS_LEGACY_PATHS:
-            self.retain(source_path, REASON_AMBIGUOUS)
-        for source_path in gedpi_walk(self.root, ".ged/project-skills"):
-            self.retain(source_path, REASON_SKILLS)
-        removed = {e.get("sourcePath") for e in self.entries
-                   if e.get("action") == "removed-placeholder"}
-        for directory in GLOBAL_DIRS:
-            for source_path in gedpi_walk(self.root, f".ged/{directory}"):
-                if source_path not in removed:
-                    self.retain(source_path, REASON_GLOBAL)
-
-    # H (GedWeb) ------------------------------------------------------------------------
-
-    def reported(self) -> None:
-        for source_path, reason in gedweb_reported(self.root):
-            self.retain(source_path, reason, step="reported")
+                                       backup=backup, reason=REASON_DEST_DIFFERS))
+                return
+        failpoint("migrate_v3.task.copied")
+        latest = read(self.root, source_path)
+        if latest is None or sha256_hex(latest) != digest:
+            self.record(make_entry(source_path, "retained-substantive", sha256=digest,
+                                   backup=backup, destination=destination,
+                                   reason=REASON_CHANGED_AFTER_COPY))
+            return
+        self.record(make_entry(source_path, "migrated-task-artifact", sha256=digest,
+                               backup=backup, destination=destination))
+        failpoint("migrate_v3.task.journaled")
+        safefs.remove(self.root, source_path)
+        failpoint("migrate_v3.task.removed")
+        self.after(source_path)
 
     # completion ------------------------------------------------------------------------
 
