@@ -26,6 +26,9 @@ from gedweb.checkout.checkpoints import (
     migrate_legacy_checkpoints,
     plan_legacy_checkpoints,
 )
+from gedweb.checkout.checkpoints import backups as cp_backups
+from gedweb.checkout.checkpoints import run as cp_run
+from gedweb.checkout.checkpoints import target as cp_target
 from gedweb.lib import governance as gov
 
 NOW = datetime(2026, 8, 10, 5, 0, tzinfo=UTC)
@@ -136,7 +139,8 @@ def interrupt_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         if point == name:
             raise Interrupted(point)
 
-    monkeypatch.setattr(cp, "failpoint", failpoint)
+    for module in (cp_backups, cp_run, cp_target):  # the modules with crash points
+        monkeypatch.setattr(module, "failpoint", failpoint)
 
 
 def run_interrupted(monkeypatch: pytest.MonkeyPatch, root: Path, name: str) -> None:
