@@ -1,7 +1,7 @@
 """ged_import: ingest a migrated GedPi checkout into a project (docs/interop.md).
 
 Two phases. ``read_checkout`` reads and validates every file first, through
-gedweb.lib.safefs (no symlink anywhere, strict UTF-8, GedPi's own
+gedweb.checkout.safefs (no symlink anywhere, strict UTF-8, GedPi's own
 validators), without touching the database. ``import_checkout`` then writes
 everything in one transaction through GedWeb's services, so a refusal
 anywhere leaves the database as it was.
@@ -42,9 +42,9 @@ from typing import Any, TypeVar
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from gedweb.checkout import safefs
 from gedweb.errors import CheckoutRefused, DomainError
 from gedweb.lib import governance as gov
-from gedweb.lib import safefs
 from gedweb.lib import skills as skill_rules
 from gedweb.lib.digest import sha256_text
 from governance import services
@@ -83,14 +83,14 @@ MAX_ENTRIES = 50_000  # directory entries walked by one import, the migration ga
 
 
 def migration_status(root: Path) -> str:
-    """gedweb.lib.gedpi_v3's verdict: "not-needed", "needed" or "complete"."""
-    from gedweb.lib.gedpi_v3 import migration_status as status
+    """gedweb.checkout.v3's verdict: "not-needed", "needed" or "complete"."""
+    from gedweb.checkout.v3 import migration_status as status
 
     return str(status(root))
 
 
 def _check_migrated(root: Path) -> None:
-    from gedweb.lib.gedpi_v3 import MigrationError
+    from gedweb.checkout.v3 import MigrationError
 
     try:
         status = migration_status(root)
@@ -231,14 +231,15 @@ class _Reader:
             )
 
     def bound_migration_gate(self) -> None:
-        """Bound what gedweb.lib.gedpi_v3.migration_status reads before it runs."""
-        from gedweb.lib import gedpi_v3
+        """Bound what gedweb.checkout.v3.migration_status reads before it runs."""
+        from gedweb.checkout import v3
+        from gedweb.lib.gedpi_placeholders import PLACEHOLDERS
 
-        for rel in (gedpi_v3.STATE_PATH, ".ged/VERSION", gedpi_v3.JOURNAL_PATH,
-                    gedpi_v3.GLOSSARY_PATH, gedpi_v3.DECISIONS_PATH,
-                    *(source for source, _ in gedpi_v3.PLACEHOLDERS)):
+        for rel in (v3.STATE_PATH, ".ged/VERSION", v3.JOURNAL_PATH,
+                    v3.GLOSSARY_PATH, v3.DECISIONS_PATH,
+                    *(source for source, _ in PLACEHOLDERS)):
             self.check_size(rel)
-        for directory in gedpi_v3.LEGACY_DIRS:
+        for directory in v3.LEGACY_DIRS:
             self.count_entries(f".ged/{directory}", recursive=True)
 
     def text(self, rel: str) -> str | None:

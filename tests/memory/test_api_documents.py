@@ -13,7 +13,7 @@ from gedweb.lib.governance import TASKS_TEMPLATE
 from gedweb.lib.substantive import LEGACY_PROJECT_PLACEHOLDER
 from memory import documents
 from memory.models import DocumentRevision
-from tests.conftest import run_in_threads
+from tests.django_fixtures import run_in_threads
 from tests.governance.support import open_work, transition
 
 SUMMARY = "# Project\n\nA shop for used bicycles.\n"

@@ -172,7 +172,7 @@ def test_the_mirror_page_renders_memory_md(site, vera):
 def test_the_mirror_text_is_the_api_mirror(site, vera, client_for):
     page = b"".join(vera.get("/p/alpha/MEMORY.md").streaming_content)
     api = client_for(None)
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {ADMIN_TOKEN}")
     assert page == b"".join(api.get("/v1/projects/alpha/memory.md").streaming_content)

@@ -608,7 +608,7 @@ def world_in_rollback(django_db_blocker: Any, memory_root: Path) -> Iterator[Wor
     from django.db import transaction
     from django.test import override_settings
 
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     with django_db_blocker.unblock():
         atomic = transaction.atomic()
@@ -625,7 +625,7 @@ def world_in_rollback(django_db_blocker: Any, memory_root: Path) -> Iterator[Wor
 
 def snapshot() -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every memory and governance table."""
-    from tests.conftest import stored_models
+    from tests.django_fixtures import stored_models
 
     return {
         model._meta.label: list(model._base_manager.order_by("pk").values_list())
@@ -642,14 +642,14 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def memory_header() -> dict[str, str]:
-    from tests.conftest import MEMORY_WRITE_TOKEN
+    from tests.django_fixtures import MEMORY_WRITE_TOKEN
 
     return {"HTTP_X_MEMORY_TOKEN": MEMORY_WRITE_TOKEN}
 
 
 def credentials(world: World, principal: str) -> dict[str, str]:
     """The request headers of each of PRINCIPALS (see the module docstring)."""
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     tokens = world.tokens
     return {
