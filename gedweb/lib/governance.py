@@ -16,6 +16,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+# WORK_ID_RE is named here for the checkout engine (gedpi_v3), which reads it from this module.
+from gedweb.lib.ids import WORK_ID_RE as WORK_ID_RE
+from gedweb.lib.ids import is_work_id
+
 SCHEMA_VERSION = 1
 
 # --- error codes ------------------------------------------------------------
@@ -102,8 +106,6 @@ REASONS: dict[str, tuple[str, str]] = {
 _CANONICAL_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _HEX40_64 = re.compile(r"^[0-9a-f]{40,64}$")
-WORK_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,47})-\d{17}-[a-f0-9]{32}$")
-SEGMENT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 _ENTROPY_RE = re.compile(r"^[a-f0-9]{32}$")
 MAX_SUMMARY_CHARS = 240
 MAX_REASON_CHARS = 500
@@ -149,10 +151,6 @@ def work_id_for(summary: str, moment: datetime, entropy: str) -> str:
         raise ValueError("work id entropy must be exactly 32 lowercase hex characters")
     stamp = re.sub(r"[-:.TZ]", "", format_time(moment))
     return f"{work_slug(summary)}-{stamp}-{entropy}"
-
-
-def is_work_id(value: Any) -> bool:
-    return isinstance(value, str) and bool(WORK_ID_RE.match(value))
 
 
 # --- mode resolution (§2.10) -------------------------------------------------
