@@ -54,11 +54,12 @@ def validate_skill(*, name: str, content: str, reason: str, source: str | None) 
         errors.add("reason", reason_rule)
     else:
         errors.check("reason", partial(validate_text, blank_message=reason_rule), reason)
-    if source is not None and not 1 <= len(source) <= rules.MAX_SOURCE_CHARS:
-        errors.add("source", f"must be 1-{rules.MAX_SOURCE_CHARS:,} characters")
-    elif source is not None:
-        # A source may be blank: it names where the skill came from, if anything.
-        errors.check("source", partial(validate_text, blank_allowed=True), source)
+    if source is not None:
+        if not 1 <= len(source) <= rules.MAX_SOURCE_CHARS:
+            errors.add("source", f"must be 1-{rules.MAX_SOURCE_CHARS:,} characters")
+        else:
+            # A source may be blank: it only says where the skill came from.
+            errors.check("source", partial(validate_text, blank_allowed=True), source)
     errors.raise_if_any()
 
 
