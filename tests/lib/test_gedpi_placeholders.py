@@ -6,6 +6,7 @@ import hashlib
 
 import pytest
 
+from gedweb.lib import gedpi_placeholders
 from gedweb.lib.gedpi_placeholders import (
     CONTEXT_MAP,
     CONTEXT_MAP_STANDALONE,
@@ -93,3 +94,12 @@ def test_one_extra_byte_or_crlf_is_no_template():
 def test_a_templates_bytes_at_another_path_are_no_template():
     assert template_variant(".ged/PATTERNS.md", CONTEXT_MAP.encode("utf-8")) is None
     assert template_variant(".ged/notes.md", CONTEXT_MAP_STANDALONE.encode("utf-8")) is None
+
+
+def test_a_catalogued_variant_records_its_path_origin_hash_and_text():
+    # The catalogues are built once at import; building one entry here checks the rule itself.
+    variant = gedpi_placeholders._variant(".ged/GLOSSARY.md", "an origin", "# Glossary\n")
+    assert variant == TemplateVariant(
+        ".ged/GLOSSARY.md", "an origin",
+        hashlib.sha256(b"# Glossary\n").hexdigest(), "# Glossary\n",
+    )

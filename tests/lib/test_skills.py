@@ -133,6 +133,10 @@ def test_an_empty_skill_is_refused():
     assert content_problem("ruff", "") == SIZE_PROBLEM
 
 
+def test_a_one_character_skill_has_the_right_size_but_no_front_matter():
+    assert content_problem("ruff", "x") == FRONT_MATTER_PROBLEM
+
+
 def test_a_nul_character_is_refused():
     assert content_problem("ruff", skill("name: ruff\ndescription: Lint", body="a\x00b")) == (
         "must not contain NUL characters"
