@@ -75,6 +75,7 @@ def test_front_matter_must_open_the_file_with_lf_line_endings():
     ("description: a", "a"),
     ("description: \"mixed'", "\"mixed'"),
     ("description: xLintx", "xLintx"),
+    ("description: XLintX", "XLintX"),
     ('description: "a" and "b"', 'a" and "b'),
 ])
 def test_the_description_is_the_lines_value_stripped_and_unquoted(line, value):
