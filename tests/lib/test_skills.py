@@ -138,6 +138,13 @@ def test_a_one_character_skill_has_the_right_size_but_no_front_matter():
     assert content_problem("ruff", "x") == FRONT_MATTER_PROBLEM
 
 
+@pytest.mark.parametrize("content", [" ", "\n\n", " \t "])
+def test_whitespace_only_content_is_named_for_its_missing_front_matter(content):
+    # Blank skill content is refused by the front matter rule, in its words,
+    # not by the generic "must not be blank".
+    assert content_problem("ruff", content) == FRONT_MATTER_PROBLEM
+
+
 def test_a_nul_character_is_refused():
     assert content_problem("ruff", skill("name: ruff\ndescription: Lint", body="a\x00b")) == (
         "must not contain NUL characters"
