@@ -52,8 +52,12 @@ run: $(VENV)/.installed
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/gunicorn --config gunicorn.conf.py gedweb.wsgi
 
+# pytest-xdist: one worker process per core of CI's machine, each on its own
+# test database; a test file stays on one worker, so the servers and browsers
+# of module-scoped fixtures start once. PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Security gates, each failing the build on its own finding IDs (docs/security.md).
 # check --deploy runs with production settings and throwaway secrets;
