@@ -24,10 +24,10 @@ from memory.models import Project
 # only get in the way of counts. Read at call time by the post_migrate hook.
 django_settings.DEMO_PROJECT = False
 # Django's default PBKDF2 hasher costs about half a second per password on
-# purpose; tests hash with MD5 first. The real hashers stay listed, so a
-# password that a manage.py or gunicorn child stored with them still checks.
+# purpose; tests hash with one iteration (tests/hashers.py), which children
+# on the real settings still read. The real hashers stay listed after it.
 django_settings.PASSWORD_HASHERS = [
-    "django.contrib.auth.hashers.MD5PasswordHasher", *django_settings.PASSWORD_HASHERS
+    "tests.hashers.OneIterationPBKDF2PasswordHasher", *django_settings.PASSWORD_HASHERS
 ]
 
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef-XYZ"
