@@ -361,6 +361,7 @@ def test_membership_remove_returns_how_many_it_deleted(alpha, ana):
 # --- as a real process --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_real_add_create_reads_the_password_from_stdin(live_db, make_project, memory_root):
     make_project("proc")
     completed = manage(memory_root, "member", "add", "cleo", "proc", "--role", "viewer",
