@@ -1,10 +1,22 @@
 # GedWeb: `make run` serves the site and API, `make test` runs the suite.
 PYTHON ?= python3
-VENV   := .venv
+# Installs come from the hash-pinned lock files in requirements/ (written by
+# `make lock`), never from a fresh resolve: every machine gets the same versions.
+# DJANGO=6.0 runs the dev targets in .venv-django6.0, built from its own lock:
+# CI runs the suite on both supported minors (gedweb/db leans on private ORM APIs).
+DJANGO ?= 6.1
+ifeq ($(DJANGO),6.1)
+VENV     := .venv
+DEV_LOCK := requirements/dev.txt
+else
+VENV     := .venv-django$(DJANGO)
+DEV_LOCK := requirements/dev-django$(DJANGO).txt
+endif
+RUN_LOCK := requirements/base.txt
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-pure gates bench bench-ledger lint mutants check-python clean
+.PHONY: run test test-pure gates bench bench-ledger lint lock mutants check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -12,21 +24,40 @@ check-python:
 $(BIN)/python: | check-python
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(PIP) install -e .
+# The lock first, every file checked against its hash; then GedWeb itself,
+# editable and without dependencies, so nothing unlocked gets in.
+# A changed lock (or pyproject.toml) re-installs on the next target.
+$(VENV)/.installed: $(RUN_LOCK) pyproject.toml | $(BIN)/python
+	$(PIP) install --require-hashes -r $(RUN_LOCK)
+	$(PIP) install --no-deps -e .
 	@touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[dev]'
+$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml | $(BIN)/python
+	$(PIP) install --require-hashes -r $(DEV_LOCK)
+	$(PIP) install --no-deps -e .
 	@touch $@ $(VENV)/.installed
+
+# Re-resolve the lock files from pyproject.toml, keeping every pin that still
+# fits; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves versions on purpose.
+LOCK_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.12 \
+	--generate-hashes pyproject.toml $(LOCK_ARGS)
+lock: $(VENV)/.installed-dev
+	$(LOCK_COMPILE) -o requirements/base.txt
+	$(LOCK_COMPILE) --extra dev -o requirements/dev.txt
+	$(LOCK_COMPILE) --extra dev --constraint requirements/django6.0.in \
+	  -o requirements/dev-django6.0.txt
 
 run: $(VENV)/.installed
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/gunicorn --config gunicorn.conf.py gedweb.wsgi
 
+# pytest-xdist: one worker process per core of CI's machine, each on its own
+# test database; a test file stays on one worker, so the servers and browsers
+# of module-scoped fixtures start once. PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The pure lib's and the checkout engine's tests with Django absent: pytest-django
 # off, and each test fails if Django was imported (tests/django_absent.py).
@@ -70,4 +101,4 @@ bench-ledger: $(VENV)/.installed-dev
 	$(BIN)/python bench/ledger.py $(LEDGER_ARGS)
 
 clean:
-	rm -rf $(VENV) .data/test-gedweb-*.sqlite3* .pytest_cache mutants
+	rm -rf .venv .venv-django* .data/test-gedweb-*.sqlite3* .pytest_cache mutants

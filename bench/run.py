@@ -45,7 +45,6 @@ import runpy
 import secrets
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -61,8 +60,11 @@ from urllib.parse import quote, unquote, urlsplit
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
 
 import workload  # noqa: E402
+
+from tests.live_server import ServerFailed, ServerProcess, free_port, gunicorn_command  # noqa: E402
 
 PYTHON = sys.executable
 HARD_TIME_LIMIT = 1800.0  # no phase loop runs longer than this, whatever the options
@@ -157,12 +159,6 @@ class Client:
         if status != expect:
             raise BenchError(f"{method} {path} -> {status}, expected {expect}: {payload[:300]!r}")
         return json.loads(payload)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --- database ---------------------------------------------------------------------------
@@ -260,64 +256,30 @@ class Database:
 # --- the server -------------------------------------------------------------------------
 
 
-class Server:
-    """gunicorn with gunicorn.conf.py and gedweb.wsgi, as `make run` starts it."""
+class Server(ServerProcess):
+    """gunicorn with gunicorn.conf.py and gedweb.wsgi, as `make run` starts it.
+
+    tests/live_server.py's launcher: its own process group and control socket.
+    """
 
     def __init__(self, env: dict[str, str], port: int, log_path: Path,
                  app: str = "gedweb.wsgi") -> None:
-        self.env = env
-        self.port = port
-        self.log_path = log_path
-        self.app = app
-        self.proc: subprocess.Popen[bytes] | None = None
+        super().__init__(gunicorn_command(log_path.with_suffix(".ctl"), app), env, port,
+                         log_path)
 
-    def start(self) -> None:
-        gunicorn = Path(PYTHON).parent / "gunicorn"
-        command = [str(gunicorn)] if gunicorn.exists() else [PYTHON, "-m", "gunicorn"]
-        # gunicorn >= 25 opens a control socket at ~/.gunicorn/gunicorn.ctl by
-        # default; a private path keeps a developer's `make run` untouched.
-        command += ["--config", "gunicorn.conf.py",
-                    "--control-socket", str(self.log_path.with_suffix(".ctl")),
-                    self.app]
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"gunicorn exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/healthz")
-                response = conn.getresponse()
-                body = response.read()
-                conn.close()
-                if response.status == 200 and json.loads(body).get("status") == "ok":
-                    return
-            except (OSError, http.client.HTTPException, ValueError):
-                pass
-            time.sleep(0.2)
-        raise BenchError(f"gunicorn did not answer /healthz within 60 s:\n{self.log_tail()}")
+    start_timeout = 60.0
 
-    def stop(self) -> None:
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()  # graceful: the master stops its workers
+    def healthy(self, body: Any) -> bool:
+        return isinstance(body, dict) and body.get("status") == "ok"
+
+    def start(self, env: dict[str, str] | None = None) -> None:
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+            super().start(env)
+        except ServerFailed as exc:
+            raise BenchError(str(exc)) from exc
 
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+    def log_lines(self, count: int = 30) -> str:
+        return "\n".join(self.log_text().splitlines()[-count:])
 
 
 # --- CPU accounting -------------------------------------------------------------------------
@@ -1210,7 +1172,7 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
             problems.append(f"mirror check failed: {exc}")
     finally:
         server.stop()
-        results["meta"]["server_log_tail"] = server.log_tail(10)
+        results["meta"]["server_log_tail"] = server.log_lines(10)
         if not args.keep_db:
             db.drop()
 

@@ -29,6 +29,12 @@ from memory.models import Project
 # Tests create the projects they need; the development demo project would
 # only get in the way of counts. Read at call time by the post_migrate hook.
 django_settings.DEMO_PROJECT = False
+# Django's default PBKDF2 hasher costs about half a second per password on
+# purpose; tests hash with one iteration (tests/hashers.py), which children
+# on the real settings still read. The real hashers stay listed after it.
+django_settings.PASSWORD_HASHERS = [
+    "tests.hashers.OneIterationPBKDF2PasswordHasher", *django_settings.PASSWORD_HASHERS
+]
 
 # The fixtures a Django test directory's conftest.py takes with `import *`.
 __all__ = [

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -29,12 +28,13 @@ from typing import Any
 import pytest
 
 from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
-from tests.security.live_server import (
+from tests.live_server import (
     REPO,
-    ServerDown,
-    _pg_admin,
+    ServerProcess,
     free_port,
+    fresh_postgres_url,
     http_request,
+    pg_admin,
     suite_engine,
 )
 
@@ -42,78 +42,47 @@ MANAGE = [sys.executable, "manage.py"]
 PASSWORD = "acceptance-horse-battery-7"
 
 
-class MadeRun:
+class MadeRun(ServerProcess):
     """One `make run` server in its own process group, with its own data directory."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.port = free_port()
         self.admin_token = f"acceptance-admin-{secrets.token_urlsafe(24)}"
-        self.log_path = data_dir.parent / "make-run.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        port = free_port()
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GEDWEB_", "DJANGO_", "GUNICORN_", "FERRYMAN_"))
                and k not in ("DATABASE_URL", "WEB_CONCURRENCY", "REDIS_URL", "HOST", "PORT")}
         env.update({"GEDWEB_DATA_DIR": str(data_dir), "GEDWEB_ADMIN_TOKEN": self.admin_token,
-                    "PORT": str(self.port)})
+                    "PORT": str(port)})
         self.pg_name: str | None = None
         if suite_engine() == "postgresql":
-            from django.conf import settings
-
-            db = settings.DATABASES["default"]
-            self.pg_name = f"gedweb_accept_{os.getpid()}_{secrets.token_hex(4)}"
-            env["DATABASE_URL"] = (f"postgres://{db.get('USER') or 'postgres'}@"
-                                   f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/"
-                                   f"{self.pg_name}")
-        self.env = env
+            self.pg_name, env["DATABASE_URL"] = fresh_postgres_url("gedweb_accept")
+        super().__init__(["make", "--no-print-directory", "run"], env, port,
+                         data_dir.parent / "make-run.log")
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    start_timeout = 180.0  # migrate + collectstatic + workers booting
+
+    def start(self, env: dict[str, str] | None = None) -> None:
         if self.pg_name:
-            _pg_admin(f'CREATE DATABASE "{self.pg_name}"')
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=REPO,
-                                         env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 180  # migrate + collectstatic + workers booting
-        while True:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"make run exited: {self.log_tail()}")
-            try:
-                if self.request("GET", "/healthz")[0] == 200:
-                    break
-            except ServerDown:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no /healthz within 180 s: {self.log_tail()}")
-            time.sleep(0.2)
+            pg_admin(f'CREATE DATABASE "{self.pg_name}"')
+        super().start(env)
         # Every worker up, so that requests really spread over them.
+        deadline = time.monotonic() + 180
         while len(self.worker_pids()) < self.configured_workers():
             if time.monotonic() > deadline:
                 raise AssertionError(f"workers did not boot: {self.log_tail()}")
             time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
+        super().stop()
         if self.pg_name:
-            _pg_admin(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+            pg_admin(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
 
     # --- what the log says ------------------------------------------------------------------
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def log_tail(self) -> str:
-        return self.log_text()[-4000:]
 
     def configured_workers(self) -> int:
         """The worker count gunicorn.conf.py gives in the server's environment."""

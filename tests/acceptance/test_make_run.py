@@ -22,6 +22,8 @@ import pytest
 from tests.acceptance.conftest import PASSWORD, MadeRun
 from tests.browser import chromium, require_browser
 
+pytestmark = [pytest.mark.live_server, pytest.mark.slow]
+
 require_browser()
 
 DEMO_TOKEN = "demo-local-token"  # development's demo project (README)
@@ -164,6 +166,7 @@ def _post_form(server: MadeRun, path: str, body: str,
     ("/accounts/login/", "vera", TEAM_PAGES),
     ("/admin/login/", "root", ADMIN_PAGES),
 ], ids=["team-pages", "admin"])
+@pytest.mark.browser
 def test_a_browser_login_stays_logged_in_for_20_navigations(
     browser: Any, people: MadeRun, login_path: str, username: str, pages: list[str]
 ) -> None:
@@ -187,6 +190,7 @@ def test_a_browser_login_stays_logged_in_for_20_navigations(
 # --- operators decide where they read ---------------------------------------------------
 
 
+@pytest.mark.browser
 def test_an_operator_approves_a_candidate_on_its_detail_page(browser: Any,
                                                              people: MadeRun) -> None:
     proposed = candidate(people, "Acceptance: orders stay on PostgreSQL 16.")
@@ -206,6 +210,7 @@ def test_an_operator_approves_a_candidate_on_its_detail_page(browser: Any,
     assert candidate_status(people, proposed["id"]) == "approved"
 
 
+@pytest.mark.browser
 def test_a_view_only_staff_users_posts_change_nothing(browser: Any, people: MadeRun) -> None:
     proposed = candidate(people, "Acceptance: a viewer must not approve this.")
     before = entries(people)

@@ -17,6 +17,8 @@ from gedweb.cli.client import Client, NetworkError, is_loopback
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from tests.cli.conftest import LiveServer, run_cli
 
+pytestmark = [pytest.mark.live_server]
+
 
 def test_add_list_all_and_verify(gedweb_server: LiveServer) -> None:
     project = "cli-happy"

@@ -7,10 +7,13 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.cli.conftest import GEDWEB, LiveServer
+
+pytestmark = [pytest.mark.live_server]
 
 READ_ONLY = {"memory_list", "memory_search", "memory_get", "context_get", "standards_get",
              "governance_get", "governance_guard"}

@@ -412,6 +412,7 @@ def test_a_clean_checkout_passes(alpha, tmp_path):
 # --- as a real process ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_real_doctor_exits_0_then_1_without_a_traceback(live_db, make_project, memory_root):
     target = make_project("proc")
     services.memory_entry_create(project=target.project, author="ana", category="note",

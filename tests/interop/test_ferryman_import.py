@@ -481,6 +481,7 @@ def test_an_empty_mirror_imports_nothing(alpha, tmp_path):
 # --- as a real process -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_real_import_prints_json_and_a_bad_one_is_one_line_without_traceback(
     live_db, make_project, memory_root, tmp_path
 ):

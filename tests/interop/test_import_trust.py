@@ -328,6 +328,7 @@ def test_a_contradicted_checkout_decision_is_left_alone_by_default(alpha, tree):
 # --- a real process ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_real_process_lists_what_it_trusts_and_refuses_changed_bytes_with_exit_1(
     live_db, make_project, memory_root, tree
 ):

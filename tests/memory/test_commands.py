@@ -341,6 +341,7 @@ def test_bad_input_to_a_real_command_is_one_line_on_stderr_without_a_traceback(
     assert MemoryEntry.objects.count() == 0
 
 
+@pytest.mark.slow
 def test_a_real_verify_of_a_tampered_chain_exits_1(live_db, make_project, memory_root):
     target = make_project("proc")
     for index in range(3):

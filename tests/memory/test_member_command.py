@@ -13,7 +13,6 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
@@ -24,15 +23,6 @@ from memory.models import Membership, format_timestamp
 from tests.subprocesses import manage
 
 PASSWORD = "tidal-quokka-lantern-4821"
-
-
-@pytest.fixture(autouse=True)
-def fast_hasher(settings: Any) -> None:
-    # Hashing in process is fast; the real hashers stay listed to check what a
-    # subprocess stored with them.
-    settings.PASSWORD_HASHERS = [
-        "django.contrib.auth.hashers.MD5PasswordHasher", *django_settings.PASSWORD_HASHERS
-    ]
 
 
 @pytest.fixture
@@ -371,6 +361,7 @@ def test_membership_remove_returns_how_many_it_deleted(alpha, ana):
 # --- as a real process --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_real_add_create_reads_the_password_from_stdin(live_db, make_project, memory_root):
     make_project("proc")
     completed = manage(memory_root, "member", "add", "cleo", "proc", "--role", "viewer",

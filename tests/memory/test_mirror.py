@@ -512,6 +512,7 @@ def entries_with_content(project, content: str) -> int:
     return MemoryEntry.objects.filter(project=project, content=content).count()
 
 
+@pytest.mark.slow
 def test_a_kill_right_after_commit_keeps_the_entry_and_the_next_add_catches_up(
     live_db, make_project, memory_root
 ):
@@ -553,6 +554,7 @@ def test_a_kill_in_the_middle_of_an_append_is_repaired_by_the_next_sync(
     assert_mirror_exact(target.project)
 
 
+@pytest.mark.slow
 def test_a_kill_before_the_rebuild_rename_leaves_the_old_file_whole(
     live_db, make_project, memory_root
 ):
@@ -590,6 +592,7 @@ def test_a_kill_during_the_first_rebuild_leaves_no_mirror_and_the_next_append_bu
     assert_mirror_exact(target.project)
 
 
+@pytest.mark.slow
 def test_the_check_command_as_a_process_exits_1_naming_the_project_without_a_traceback(
     live_db, make_project, memory_root
 ):

@@ -25,6 +25,8 @@ from tests.pages.conftest import PASSWORD
 from tests.pages.seed import seed_project
 from tests.pages.xss import PAYLOADS
 
+pytestmark = [pytest.mark.live_server, pytest.mark.browser]
+
 require_browser()
 
 

@@ -96,7 +96,9 @@ def project_templates() -> dict[str, Path]:
     found: dict[str, Path] = {}
     for directory in engines["django"].template_dirs:
         directory = Path(directory).resolve()
-        if not directory.is_relative_to(base) or ".venv" in directory.parts:
+        # Any .venv* (.venv-django6.0 too) holds installed packages.
+        if not directory.is_relative_to(base) or any(
+                part.startswith(".venv") for part in directory.parts):
             continue
         for path in sorted(directory.rglob("*")):
             if path.is_file() and path.suffix in (".html", ".txt", ".xml"):

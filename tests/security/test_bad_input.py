@@ -461,6 +461,7 @@ def _raw_post(server: Any, path: str, body: bytes, headers: list[tuple[str, str]
         conn.close()
 
 
+@pytest.mark.live_server
 def test_duplicate_idempotency_key_headers_act_as_one_key_and_never_double(gedweb_server):
     # WSGI servers fold repeated headers into one comma-joined value, which
     # cannot be told apart from a key that holds a comma (a valid printable

@@ -32,7 +32,9 @@ from typing import Any
 
 import pytest
 
-from tests.security.live_server import LiveGunicorn, ServerDown
+from tests.live_server import LiveGunicorn, ServerDown
+
+pytestmark = [pytest.mark.live_server, pytest.mark.slow]
 
 ROUNDS = 3
 CLIENTS = 6

@@ -29,8 +29,8 @@ from rest_framework.test import APIClient
 from gedweb import errors
 from gedweb.exceptions import STATUSES, domain_status
 from memory.api.serializers import MAX_SEARCH_CHARS
+from tests.live_server import LiveGunicorn
 from tests.security import authz_matrix as m
-from tests.security.live_server import LiveGunicorn
 
 LEAKS = ("Traceback", "/work/", "SELECT", 'File "', "site-packages", "django.db", "psycopg")
 # Converters that only keep out what can never be a value (gedweb/converters.py):
@@ -382,6 +382,7 @@ def raw_request(port: int, path: str, headers: dict[str, str]) -> tuple[int, byt
         conn.close()
 
 
+@pytest.mark.live_server
 def test_gunicorn_serves_the_longest_valid_request_line_and_a_bad_host_as_json(
     tmp_path: Any,
 ) -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.live_server import LiveGunicorn
+from tests.live_server import LiveGunicorn
+
+pytestmark = [pytest.mark.live_server]
 
 HTTPS = {"X-Forwarded-Proto": "https"}
 # An API path: redirected before authentication, answered in JSON after it.

@@ -30,7 +30,9 @@ from typing import Any
 import pytest
 
 from tests.governance.support import DIRECT, evidence
-from tests.security.live_server import REPO, LiveGunicorn, ServerDown
+from tests.live_server import REPO, LiveGunicorn, ServerDown
+
+pytestmark = [pytest.mark.live_server, pytest.mark.slow]
 
 DURATION = 10.0
 CLIENTS = 8

@@ -108,6 +108,7 @@ def uninterrupted(tmp_path_factory):
 # --- T51: a live holder in another process -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_process_exits_1_naming_the_paused_holder_and_touches_nothing(tmp_path):
     root = scenario_tree(tmp_path / "repo")
     paused, release = threading.Event(), threading.Event()

@@ -28,8 +28,8 @@ from gedweb.lib.rates import Rate
 from memory import services
 from memory.models import MemoryEntry, RateCounter
 from tests.django_fixtures import ADMIN_TOKEN, bearer_client, run_in_threads
+from tests.live_server import LiveGunicorn
 from tests.redis_support import REDIS_TEST_URL, require_redis
-from tests.security.live_server import LiveGunicorn
 
 NO_LIMITS = {"requests": None, "writes": None}
 
@@ -329,6 +329,8 @@ def two_app_servers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
             second.stop()
 
 
+@pytest.mark.live_server
+@pytest.mark.slow
 def test_the_write_rate_holds_across_workers_and_app_servers(two_app_servers):
     first, second = two_app_servers
     wait_for_a_fresh_window(86400, 120)

@@ -399,6 +399,7 @@ def test_with_redis_the_counters_live_in_redis(db, vera, redis_logins):
     assert_logged_in(client, post(client, "vera", PASSWORD), vera, "/")
 
 
+@pytest.mark.slow
 def test_with_redis_one_process_locks_the_login_for_another(transactional_db, django_user_model):
     connection = require_redis()
     # Names of this run only, so parallel runs on one Redis never meet.
