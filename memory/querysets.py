@@ -166,11 +166,6 @@ class EntryQuerySet(models.QuerySet):
             cursor.execute(sql, [project_id, project_id, limit])
             return [row[0] for row in cursor.fetchall()]
 
-    def in_seq_order(self, *, descending: bool = False, searched: bool = False) -> EntryQuerySet:
-        """Order by seq; see seq_order_key() for full-text searches on SQLite."""
-        key = seq_order_key(searched)
-        return self.order_by(f"-{key}" if descending else key)
-
     def _chain_values(self, order: str) -> models.QuerySet:
         return (
             self.order_by(order)

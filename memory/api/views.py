@@ -6,8 +6,6 @@ shape, call one service or queryset, return ``as_dict()`` output.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import ValidationError
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -25,10 +23,12 @@ from gedweb.api.views import (
     validated_query,
 )
 from gedweb.lib.mirror import render_chunks
-from memory import documents, services
+from gedweb.pagination import keyset_slice
+from memory import documents, selectors, services
 from memory.api import serializers as s
 from memory.api.permissions import IsAdmin
 from memory.models import MemoryCandidate, MemoryEntry, Project
+from memory.querysets import seq_order_key
 
 # --- projects --------------------------------------------------------------
 
@@ -74,13 +74,6 @@ class ProjectDetailView(ProjectAPIView):
 # --- memory entries ----------------------------------------------------------
 
 
-def _page(items: list[Any], limit: int) -> tuple[list[Any], int | None]:
-    if len(items) > limit:
-        items = items[:limit]
-        return items, items[-1].seq
-    return items, None
-
-
 class EntryListView(ProjectAPIView):
     memory_write_methods = frozenset({"POST"})
 
@@ -96,25 +89,21 @@ class EntryListView(ProjectAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         query = validated_query(s.EntryListQuerySerializer, request)
-        entries = MemoryEntry.objects.for_project(self.project)
-        if "after" in query:
-            entries = entries.filter(seq__gt=query["after"])
-        if "before" in query:
-            entries = entries.filter(seq__lt=query["before"])
-        if "category" in query:
-            entries = entries.filter(category=query["category"])
-        if "source" in query:
-            entries = entries.filter(source=query["source"])
-        if "since" in query:
-            entries = entries.filter(created_at__gte=query["since"])
-        if "q" in query:
-            entries = entries.search(query["q"], project=self.project)
-        if query["view"] == "current":
-            entries = entries.current()
-        entries = entries.in_seq_order(descending=query["order"] == "desc", searched="q" in query)
-        limit = query["limit"]
-        items, next_cursor = _page(list(entries.with_links()[: limit + 1]), limit)
-        return Response({"items": [e.as_dict() for e in items], "next_cursor": next_cursor})
+        entries = selectors.entry_list(
+            project=self.project,
+            category=query.get("category"),
+            source=query.get("source"),
+            since=query.get("since"),
+            q=query.get("q"),
+            current=query["view"] == "current",
+        )
+        page = keyset_slice(
+            entries, key="seq", limit=query["limit"], after=query.get("after"),
+            before=query.get("before"), descending=query["order"] == "desc",
+            order=seq_order_key(searched="q" in query),
+        )
+        return Response({"items": [e.as_dict() for e in page.items],
+                         "next_cursor": page.next_cursor})
 
     @extend_schema(
         operation_id="memory_append",
@@ -169,7 +158,7 @@ class EntryDetailView(ProjectAPIView):
         summary="One entry, by uuid or seq, with the entries that correct it",
     )
     def get(self, request: Request, project_id: str, ref: str) -> Response:
-        entry = MemoryEntry.objects.for_project(self.project).by_ref(ref).with_links().first()
+        entry = selectors.entry_get(project=self.project, ref=ref)
         if entry is None:
             raise Http404
         return Response(entry.as_dict())
@@ -214,17 +203,10 @@ class CandidateListView(ProjectAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         query = validated_query(s.CandidateListQuerySerializer, request)
-        candidates = MemoryCandidate.objects.for_project(self.project).with_entry_uuid()
-        if "status" in query:
-            candidates = candidates.filter(status=query["status"])
-        if "after" in query:
-            candidates = candidates.filter(pk__gt=query["after"])
-        limit = query["limit"]
-        rows = list(candidates.order_by("pk")[: limit + 1])
-        next_cursor = rows[limit - 1].pk if len(rows) > limit else None
-        return Response(
-            {"items": [c.as_dict() for c in rows[:limit]], "next_cursor": next_cursor}
-        )
+        candidates = selectors.candidate_list(project=self.project, status=query.get("status"))
+        page = keyset_slice(candidates, key="pk", limit=query["limit"], after=query.get("after"))
+        return Response({"items": [c.as_dict() for c in page.items],
+                         "next_cursor": page.next_cursor})
 
     @extend_schema(
         operation_id="candidates_create",

@@ -11,7 +11,8 @@ from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
-from memory import checkpoints, mirror, services
+from gedweb.pagination import keyset_slice
+from memory import checkpoints, mirror, selectors, services
 from memory.models import MemoryEntry, Project
 
 
@@ -83,10 +84,9 @@ class Command(GedWebCommand):
               **_: Any) -> None:
         if not 1 <= limit <= 500:
             raise CommandError("--limit must be between 1 and 500")
-        entries = MemoryEntry.objects.for_project(get_project(project)).filter(seq__gt=after)
-        if category:
-            entries = entries.filter(category=category)
-        items = [e.as_dict() for e in entries.order_by("seq").with_links()[:limit]]
+        entries = selectors.entry_list(project=get_project(project), category=category)
+        page = keyset_slice(entries, key="seq", limit=limit, after=after)
+        items = [e.as_dict() for e in page.items]
         self.stdout.write(to_json({"items": items}))
 
     def _verify(self, *, project: str, **_: Any) -> None:
