@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -27,7 +26,7 @@ from gedweb.lib.governance import WORK_ID_RE
 from gedweb.lib.substantive import is_substantive
 from memory import quotas
 from memory.locks import lock_project
-from memory.models import DocumentRevision, Project, format_timestamp
+from memory.models import DocumentRevision, Project
 
 __all__ = [
     "DocumentPath",
@@ -282,13 +281,3 @@ def document_list(project: Project, prefix: str = "") -> list[DocumentRevision]:
     """
     rows = DocumentRevision.objects.for_project(project).current().defer("content")
     return sorted((row for row in rows if row.path.startswith(prefix)), key=lambda r: r.path)
-
-
-def as_list_item(row: DocumentRevision) -> dict[str, Any]:
-    return {
-        "path": row.path,
-        "revision": row.revision,
-        "sha256": row.sha256,
-        "author": row.author,
-        "updated_at": format_timestamp(row.created_at),
-    }

@@ -1,7 +1,7 @@
 """HTTP API for projects, memory entries, candidates, verification and the mirror.
 
 Views stay thin: authenticate, scope to the project, validate the input
-shape, call one service or queryset, return ``as_dict()`` output.
+shape, call one service or selector, answer through the output serializer.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class ProjectListView(GedWebAPIView):
         responses={200: s.ProjectListSerializer, **errors(401, 403)},
     )
     def get(self, request: Request) -> Response:
-        return Response({"items": [p.as_dict() for p in Project.objects.order_by("id")]})
+        projects = Project.objects.order_by("id")
+        return Response({"items": s.ProjectSerializer.render_many(projects)})
 
     @extend_schema(
         operation_id="projects_create",
@@ -56,7 +57,7 @@ class ProjectListView(GedWebAPIView):
         project, raw = services.project_create(
             project_id=data["id"], name=data["name"], token=data.get("token")
         )
-        body = project.as_dict()
+        body = s.ProjectSerializer.render(project)
         if "token" not in data:
             body["token"] = raw
         return Response(body, status=201)
@@ -68,7 +69,7 @@ class ProjectDetailView(ProjectAPIView):
         responses={200: s.ProjectSerializer, **errors(401, 404)},
     )
     def get(self, request: Request, project_id: str) -> Response:
-        return Response(self.project.as_dict())
+        return Response(s.ProjectSerializer.render(self.project))
 
 
 # --- memory entries ----------------------------------------------------------
@@ -102,7 +103,7 @@ class EntryListView(ProjectAPIView):
             before=query.get("before"), descending=query["order"] == "desc",
             order=seq_order_key(searched="q" in query),
         )
-        return Response({"items": [e.as_dict() for e in page.items],
+        return Response({"items": s.EntrySerializer.render_many(page.items),
                          "next_cursor": page.next_cursor})
 
     @extend_schema(
@@ -145,7 +146,7 @@ class EntryListView(ProjectAPIView):
             request_hash=services.request_fingerprint(request.data) if key is not None else None,
             idempotency_scope=request.user.idempotency_scope,
         )
-        response = Response(result.entry.as_dict(), status=201)
+        response = Response(s.EntrySerializer.render(result.entry), status=201)
         if result.replayed:
             response["Idempotent-Replayed"] = "true"
         return response
@@ -161,7 +162,7 @@ class EntryDetailView(ProjectAPIView):
         entry = selectors.entry_get(project=self.project, ref=ref)
         if entry is None:
             raise Http404
-        return Response(entry.as_dict())
+        return Response(s.EntrySerializer.render(entry))
 
 
 class VerifyView(ProjectAPIView):
@@ -205,7 +206,7 @@ class CandidateListView(ProjectAPIView):
         query = validated_query(s.CandidateListQuerySerializer, request)
         candidates = selectors.candidate_list(project=self.project, status=query.get("status"))
         page = keyset_slice(candidates, key="pk", limit=query["limit"], after=query.get("after"))
-        return Response({"items": [c.as_dict() for c in page.items],
+        return Response({"items": s.CandidateSerializer.render_many(page.items),
                          "next_cursor": page.next_cursor})
 
     @extend_schema(
@@ -220,7 +221,7 @@ class CandidateListView(ProjectAPIView):
         candidate = services.candidate_create(
             project=self.project, author=self.author, **serializer.validated_data
         )
-        return Response(candidate.as_dict(), status=201)
+        return Response(s.CandidateSerializer.render(candidate), status=201)
 
 
 class CandidateActionView(ProjectAPIView):
@@ -252,7 +253,7 @@ class CandidateApproveView(CandidateActionView):
         entry = services.candidate_approve(
             project=self.project, candidate=self._candidate(candidate_id), by=self.author
         )
-        return Response(entry.as_dict())
+        return Response(s.EntrySerializer.render(entry))
 
 
 class CandidateRejectView(CandidateActionView):
@@ -267,7 +268,7 @@ class CandidateRejectView(CandidateActionView):
         candidate = services.candidate_reject(
             project=self.project, candidate=self._candidate(candidate_id), by=self.author
         )
-        return Response(candidate.as_dict())
+        return Response(s.CandidateSerializer.render(candidate))
 
 
 # --- durable documents ------------------------------------------------------------
@@ -298,7 +299,7 @@ class DocumentListView(ProjectAPIView):
     def get(self, request: Request, project_id: str) -> Response:
         query = validated_query(s.DocumentListQuerySerializer, request)
         rows = documents.document_list(self.project, prefix=query["prefix"])
-        return Response({"items": [documents.as_list_item(row) for row in rows]})
+        return Response({"items": s.DocumentListItemSerializer.render_many(rows)})
 
 
 class DocumentDetailView(ProjectAPIView):
@@ -319,7 +320,7 @@ class DocumentDetailView(ProjectAPIView):
             document = documents.document_current(self.project, path)
         if document is None:
             raise Http404
-        return Response(document.as_dict())
+        return Response(s.DocumentSerializer.render(document))
 
     @extend_schema(
         operation_id="documents_put",
@@ -355,7 +356,8 @@ class DocumentDetailView(ProjectAPIView):
             expected_revision=data["expected_revision"],
             reason=data["reason"],
         )
-        return Response(result.document.as_dict(), status=201 if result.created else 200)
+        return Response(s.DocumentSerializer.render(result.document),
+                        status=201 if result.created else 200)
 
 
 class DocumentRevisionListView(ProjectAPIView):
@@ -372,6 +374,8 @@ class DocumentRevisionListView(ProjectAPIView):
         rows = documents.document_revisions(self.project, path)
         if not rows:
             raise Http404
-        return Response({"path": path, "items": [row.summary_dict() for row in rows]})
+        return Response(
+            {"path": path, "items": s.DocumentRevisionSummarySerializer.render_many(rows)}
+        )
 
 

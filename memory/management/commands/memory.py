@@ -13,6 +13,7 @@ from django.core.management.base import CommandError, CommandParser
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.pagination import keyset_slice
 from memory import checkpoints, mirror, selectors, services
+from memory.api.serializers import EntrySerializer
 from memory.models import MemoryEntry, Project
 
 
@@ -78,7 +79,7 @@ class Command(GedWebCommand):
                 corrects=corrects,
             )
         )
-        self.stdout.write(to_json(result.entry.as_dict()))
+        self.stdout.write(to_json(EntrySerializer.render(result.entry)))
 
     def _list(self, *, project: str, limit: int, category: str | None, after: int,
               **_: Any) -> None:
@@ -86,7 +87,7 @@ class Command(GedWebCommand):
             raise CommandError("--limit must be between 1 and 500")
         entries = selectors.entry_list(project=get_project(project), category=category)
         page = keyset_slice(entries, key="seq", limit=limit, after=after)
-        items = [e.as_dict() for e in page.items]
+        items = EntrySerializer.render_many(page.items)
         self.stdout.write(to_json({"items": items}))
 
     def _verify(self, *, project: str, **_: Any) -> None:
