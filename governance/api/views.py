@@ -68,21 +68,8 @@ class WorkListView(ProjectAPIView):
         query = validated_query(s.WorkListQuerySerializer, request)
         page = keyset_slice(selectors.work_list(project=self.project), key="work_id",
                             limit=query["limit"], after=query.get("after"))
-        return Response(
-            {
-                "items": [
-                    {
-                        "work_id": w.work_id,
-                        "summary": w.summary,
-                        "mode": w.mode,
-                        "created_at": format_time(w.created_at),
-                        "author": w.author,
-                    }
-                    for w in page.items
-                ],
-                "next_cursor": page.next_cursor,
-            }
-        )
+        return Response({"items": s.WorkSummarySerializer.render_many(page.items),
+                         "next_cursor": page.next_cursor})
 
     @extend_schema(
         operation_id="work_open",
@@ -259,8 +246,8 @@ class RevisionListView(WorkAPIView):
         query = validated_query(s.RevisionListQuerySerializer, request)
         page = keyset_slice(selectors.revision_summaries(work=self.work), key="revision",
                             limit=query["limit"], after=query.get("after"))
-        items = [{**row, "created_at": format_time(row["created_at"])} for row in page.items]
-        return Response({"items": items, "next_cursor": page.next_cursor})
+        return Response({"items": s.RevisionSummarySerializer.render_many(page.items),
+                         "next_cursor": page.next_cursor})
 
 
 class RevisionDetailView(WorkAPIView):
@@ -500,7 +487,7 @@ class ActiveWorkView(ProjectAPIView):
         summary="The work item this session has selected",
     )
     def get(self, request: Request, project_id: str, session_id: str) -> Response:
-        return Response(self._pointer(self._session(session_id)).as_dict())
+        return Response(s.ActiveWorkSerializer.render(self._pointer(self._session(session_id))))
 
     @extend_schema(
         operation_id="active_work_put",
@@ -524,7 +511,7 @@ class ActiveWorkView(ProjectAPIView):
             operation=data["operation"],
             request_id=data["request_id"],
         )
-        return Response(pointer.as_dict())
+        return Response(s.ActiveWorkSerializer.render(pointer))
 
     @extend_schema(
         operation_id="active_work_delete",
