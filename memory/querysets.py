@@ -100,7 +100,7 @@ class EntryQuerySet(models.QuerySet):
         return self.exclude(Exists(MemoryEntry.objects.filter(corrects=OuterRef("pk"))))
 
     def with_links(self) -> EntryQuerySet:
-        """Load what as_dict() needs for corrections in two queries, not one per row."""
+        """Load what EntrySerializer needs for corrections in two queries, not one per row."""
         from memory.models import MemoryEntry
 
         return self.annotate(corrects_uuid=F("corrects__uuid")).prefetch_related(

@@ -176,13 +176,16 @@ class EntryListQuerySerializer(StrictSerializer):
     view = serializers.ChoiceField(choices=["all", "current"], required=False, default="all")
 
 
-class ChainCheckpointSerializer(serializers.Serializer):
+class ChainCheckpointSerializer(OutputSerializer):
     seq = serializers.IntegerField(min_value=1)
     hash = serializers.CharField()
     created_at = serializers.CharField()
+    key_id = BlankAsNullField(
+        allow_null=True, help_text="the signing key's id; null for checkpoints from before key ids"
+    )
 
 
-class VerifyProblemSerializer(serializers.Serializer):
+class VerifyProblemSerializer(OutputSerializer):
     kind = serializers.ChoiceField(
         choices=[
             "chain_broken", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
@@ -193,7 +196,7 @@ class VerifyProblemSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class VerifySerializer(serializers.Serializer):
+class VerifySerializer(OutputSerializer):
     ok = serializers.BooleanField()
     entries = serializers.IntegerField()
     head = serializers.CharField()

@@ -172,7 +172,8 @@ class VerifyView(ProjectAPIView):
         summary="Recompute every link of the hash chain and check it against every checkpoint",
     )
     def get(self, request: Request, project_id: str) -> Response:
-        return Response(services.memory_chain_verify(project=self.project).as_dict())
+        report = services.memory_chain_verify(project=self.project)
+        return Response(s.VerifySerializer.render(report))
 
 
 class MirrorTextView(ProjectAPIView):

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from gedweb.api.serializers import OutputSerializer
 from memory import documents, services
 from memory.api import serializers as s
+from memory.checkpoints import Checkpoint, Problem, VerifyReport
 from memory.models import format_timestamp
 
 
@@ -81,3 +82,28 @@ def test_a_nested_source_is_refused_rather_than_read_wrongly(alpha):
 
     with pytest.raises(ValueError):
         Nested.render(entry_pair(alpha.project)[0])
+
+
+def test_a_checkpoint_answers_its_key_id_or_null_for_a_line_without_one():
+    signed = Checkpoint(seq=3, hash="a" * 64, created_at="t", mac="m", key_id="k1")
+    unsigned = Checkpoint(seq=3, hash="a" * 64, created_at="t", mac="m")
+
+    assert s.ChainCheckpointSerializer.render(signed) == {
+        "seq": 3, "hash": "a" * 64, "created_at": "t", "key_id": "k1"}
+    assert s.ChainCheckpointSerializer.render(unsigned)["key_id"] is None
+
+
+def test_a_verify_report_renders_its_checkpoint_and_every_problem():
+    report = VerifyReport(
+        ok=False, entries=4, head="b" * 64, first_bad_seq=2,
+        checkpoint=Checkpoint(seq=1, hash="a" * 64, created_at="t", mac="m", key_id="k1"),
+        problems=[Problem(kind="chain_broken", seq=2, message="link 2 broken"),
+                  Problem(kind="unreadable_checkpoints", seq=None, message="unreadable")],
+    )
+
+    assert s.VerifySerializer.render(report) == {
+        "ok": False, "entries": 4, "head": "b" * 64, "first_bad_seq": 2,
+        "checkpoint": {"seq": 1, "hash": "a" * 64, "created_at": "t", "key_id": "k1"},
+        "problems": [{"kind": "chain_broken", "seq": 2, "message": "link 2 broken"},
+                     {"kind": "unreadable_checkpoints", "seq": None, "message": "unreadable"}],
+    }

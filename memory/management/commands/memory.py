@@ -13,7 +13,7 @@ from django.core.management.base import CommandError, CommandParser
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.pagination import keyset_slice
 from memory import checkpoints, mirror, selectors, services
-from memory.api.serializers import EntrySerializer
+from memory.api.serializers import ChainCheckpointSerializer, EntrySerializer, VerifySerializer
 from memory.models import MemoryEntry, Project
 
 
@@ -92,7 +92,7 @@ class Command(GedWebCommand):
 
     def _verify(self, *, project: str, **_: Any) -> None:
         report = services.memory_chain_verify(project=get_project(project), checkpoint=True)
-        self.stdout.write(to_json(report.as_dict()))
+        self.stdout.write(to_json(VerifySerializer.render(report)))
         self._fail_unless_intact(project, report)
 
     def _fail_unless_intact(self, project: str, report: checkpoints.VerifyReport) -> None:
@@ -109,12 +109,12 @@ class Command(GedWebCommand):
         target = get_project(project)
         report = services.memory_chain_verify(project=target)
         if not report.ok:
-            self.stdout.write(to_json(report.as_dict()))
+            self.stdout.write(to_json(VerifySerializer.render(report)))
             self._fail_unless_intact(project, report)
         taken = services.chain_checkpoint_take(project=target, head=(report.entries, report.head))
         self.stdout.write(to_json({
             "project_id": target.pk,
-            "checkpoint": taken.as_dict() if taken else None,
+            "checkpoint": ChainCheckpointSerializer.render(taken) if taken else None,
         }))
 
     def _projects(self, project_id: str | None) -> list[Project]:
