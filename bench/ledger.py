@@ -87,7 +87,7 @@ def _child(samples: int) -> dict[str, Any]:
     # Inside ledger_append: the project lock, the digest, link and HMAC of the
     # record, the INSERT (LedgerRecord.objects.create, the same manager object on
     # every access); the rest of it is mostly the head query.
-    ledger.ledger_lock = timed("ledger_lock", ledger.ledger_lock)
+    ledger.lock_project = timed("ledger_lock", ledger.lock_project)
     ledger.new_record = timed("new_record", ledger.new_record)
     manager = ledger.LedgerRecord.objects
     manager.create = timed("insert", manager.create)  # type: ignore[method-assign]

@@ -1,24 +1,90 @@
-"""Database triggers that make a table append-only, for use in migrations.
+"""The append-only rule, in one place: the ORM's refusals and the database's.
 
+Three layers refuse to change a stored row. The ORM: a model built on
+AppendOnlyModel refuses save() of a stored row and delete(), and its
+queryset (AppendOnlyQuerySet, or a subclass with the model's reads) refuses
+update(), delete(), bulk_update() and update_or_create(); both raise
+AppendOnlyError. The database: the migrations give each table triggers
+(make_append_only) that refuse every UPDATE and DELETE, whoever sends it.
 SQLite gets BEFORE UPDATE/DELETE triggers that RAISE(ABORT); PostgreSQL a
-row trigger calling gedweb_refuse_change() (created by memory/0002). Both
-refuse every UPDATE and DELETE, whoever sends it.
+row trigger calling gedweb_refuse_change() (created by memory/0002). And
+TABLES lists every table so made, for `manage.py doctor` and the suite.
+
+The models are defined when the apps load: import this module from models
+and migrations, not before django.setup().
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
-from django.db import migrations
+from django.db import migrations, models
+
+
+class AppendOnlyError(Exception):
+    """Raised when code tries to change or delete append-only data."""
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    """Reads of an append-only model; bulk writes other than inserts are refused."""
+
+    def update(self, **kwargs: Any) -> NoReturn:
+        self.model.append_only_refuse()
+
+    def delete(self) -> NoReturn:
+        self.model.append_only_refuse(deleting=True)
+
+    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> NoReturn:
+        self.model.append_only_refuse()
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self.model.append_only_refuse()
+
+
+class AppendOnlyModel(models.Model):
+    """Rows are inserted once and never changed (an abstract base: no table, no migration).
+
+    A model lists its table in TABLES and gets the triggers in the migration
+    that creates it; tests/security/test_doctor_defences.py checks that the
+    models on this base and TABLES are the same set.
+    """
+
+    # What the refusals call the rows ("memory entries"); "<Model> rows" if empty.
+    append_only_rows: ClassVar[str] = ""
+    # What to do instead of a change ("append a correction instead"), if anything.
+    append_only_instead: ClassVar[str] = ""
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def append_only_refuse(cls, *, deleting: bool = False) -> NoReturn:
+        rows = cls.append_only_rows or f"{cls.__name__} rows"
+        if deleting:
+            raise AppendOnlyError(f"{rows} are append-only and cannot be deleted")
+        instead = f"; {cls.append_only_instead}" if cls.append_only_instead else ""
+        raise AppendOnlyError(f"{rows} are append-only{instead}")
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            self.append_only_refuse()
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self.append_only_refuse(deleting=True)
+
 
 ENTRIES = "memory_memoryentry"
 
 # Every append-only table, each after the tables it references (the suite
-# empties them in reverse). A migration that makes another table append-only
-# adds it here and to docs/security.md's REVOKE list (a test compares the
-# list with the migrations); `manage.py doctor` checks each one's triggers,
-# and tests/conftest.py purges them between transactional tests.
+# empties them in reverse). A model built on AppendOnlyModel adds its table
+# here, gets make_append_only() in its migration and joins docs/security.md's
+# REVOKE list; tests compare this list with the models on the base and with
+# the migrations. `manage.py doctor` checks each one's triggers, and
+# tests/conftest.py purges them between transactional tests.
 TABLES = (
     ENTRIES,
     "memory_documentrevision",

@@ -13,10 +13,9 @@ each carries an HMAC of its link under the installation's signing key
 - an edited, deleted or re-chained record breaks the chain or its HMAC.
 
 Lock order: the project row lock first (memory.locks.lock_project, the
-lock memory appends take), then a work item's row lock where there is one
-(governance.services._lock_work takes both), then the trust-bearing INSERTs
-and their records, quota charges last. On SQLite the transaction already
-holds the only write lock.
+lock memory appends take and the one lock of every governance write),
+then the trust-bearing INSERTs and their records, quota charges last. On
+SQLite the transaction already holds the only write lock.
 
 Covered (a kind, a table and a digest function each, below): standards
 imports and decisions, document revisions, work items, governance
@@ -245,11 +244,6 @@ def new_record(*, project_id: str, seq: int, prev_hash: str, kind: str, row: Any
     }
 
 
-def ledger_lock(project_id: str) -> None:
-    """Serialise ledger appends of a project: the project lock (memory.locks)."""
-    lock_project(project_id)
-
-
 def ledger_append(*, project_id: str, kind: str, row: Any) -> LedgerRecord:
     """Record ``row`` in its project's ledger.
 
@@ -257,7 +251,7 @@ def ledger_append(*, project_id: str, kind: str, row: Any) -> LedgerRecord:
     the project lock is taken here, and is already held by every service
     that writes a covered row (lock order: the project first).
     """
-    ledger_lock(project_id)
+    lock_project(project_id)
     head = (LedgerRecord.objects.filter(project_id=project_id).order_by("-seq")
             .values_list("seq", "hash").first())
     seq, prev_hash = (head[0] + 1, head[1]) if head is not None else (1, GENESIS_HASH)

@@ -20,41 +20,11 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from gedweb.append_only import AppendOnlyModel, AppendOnlyQuerySet
 from gedweb.errors import Conflict, HashMismatch
 from gedweb.lib.digest import sha256_text
+from memory.locks import lock_project
 from memory.models import Project
-from memory.querysets import AppendOnlyError
-
-
-class AppendOnlyQuerySet(models.QuerySet):
-    def update(self, **kwargs: Any) -> int:
-        raise AppendOnlyError(f"{self.model.__name__} rows are append-only")
-
-    def delete(self) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyError(f"{self.model.__name__} rows are append-only")
-
-    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> int:
-        raise AppendOnlyError(f"{self.model.__name__} rows are append-only")
-
-    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError(f"{self.model.__name__} rows are append-only")
-
-
-class AppendOnlyModel(models.Model):
-    """Rows are inserted once and never changed."""
-
-    objects = AppendOnlyQuerySet.as_manager()
-
-    class Meta:
-        abstract = True
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise AppendOnlyError(f"{type(self).__name__} rows are append-only")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError(f"{type(self).__name__} rows are append-only")
 
 
 class WorkItemQuerySet(AppendOnlyQuerySet):
@@ -370,8 +340,6 @@ class StandardsImport(AppendOnlyModel):
                 f"{self.path}: the import's sha256 is {self.sha256}, not {sha256}",
                 sha256=self.sha256,
             )
-        from governance import ledger
-
         existing = StandardsDecision.objects.filter(standards_import=self).first()
         if existing is None:
             try:
@@ -379,7 +347,7 @@ class StandardsImport(AppendOnlyModel):
                 # deciders in; the loser lands below. The decision and its
                 # ledger record commit together, under the project lock.
                 with transaction.atomic():
-                    ledger.ledger_lock(self.project_id)
+                    lock_project(self.project_id)
                     decision = StandardsDecision.objects.create(
                         standards_import=self,
                         status=status,

@@ -1,10 +1,13 @@
 """Governance writes: open work, write revisions, files, task artifacts, active work.
 
-Every governance write runs the same way: lock the work item row, read the
-newest revision, check the caller's expected revision (compare-and-swap),
-compute the next document with gedweb.lib.governance, and insert revision
-n+1 with any new evidence rows. The row lock serialises writers across
-processes and servers; UNIQUE(work, revision) is the backstop.
+Every governance write runs the same way: take the project lock
+(memory.locks), read the newest revision, check the caller's expected
+revision (compare-and-swap), compute the next document with
+gedweb.lib.governance, and insert revision n+1 with any new evidence rows.
+The project lock serialises writers across processes and servers, and is
+the one lock of every counter here (revisions, work file and task artifact
+versions, for single writes and ged_import alike); UNIQUE(work, revision)
+and UNIQUE(..., version) are the backstops.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from gedweb.errors import (
 )
 from gedweb.lib import governance as gov
 from gedweb.lib.fingerprint import file_set_fingerprint
-from governance import ledger
 from governance.models import (
     ActiveWork,
     EvidenceRecord,
@@ -43,6 +45,7 @@ from governance.models import (
     WorkItem,
 )
 from memory import quotas
+from memory.locks import lock_project, next_version
 from memory.models import Project
 
 _ERRORS: dict[str, type[DomainError]] = {
@@ -126,7 +129,7 @@ def _store_revision(work: WorkItem, previous_evidence: int, document: dict[str, 
                for position in range(previous_evidence, len(evidence))]
     if records:
         # Evidence counts against the work_files quota; the caller holds the
-        # work item's row lock, so the quota row is the last lock taken.
+        # project lock, so the quota row is the last lock taken.
         quotas.quota_charge(project=work.project_id, kind="work_files",
                             size_bytes=quotas.text_bytes(*records), rows=len(records))
     for position, record_json in enumerate(records, start=previous_evidence):
@@ -151,17 +154,6 @@ def _store_revision(work: WorkItem, previous_evidence: int, document: dict[str, 
     )
 
 
-def _lock_work(work: WorkItem) -> None:
-    """The project lock, then the work item's row lock: every governance write's order.
-
-    The project lock comes first because the trust ledger's records of the
-    rows written here take it (governance.ledger), and so do document,
-    skill and standards writes: one order, no deadlock.
-    """
-    ledger.ledger_lock(work.project_id)
-    WorkItem.objects.select_for_update(no_key=True).only("id").get(pk=work.pk)
-
-
 def governance_write(
     *,
     work: WorkItem,
@@ -173,7 +165,7 @@ def governance_write(
     """Apply one store operation as revision expected_revision + 1, or refuse."""
     try:
         with transaction.atomic():
-            _lock_work(work)
+            lock_project(work.project_id)
             current = governance_document(work)
             if current["revision"] != expected_revision:
                 raise StaleRevision(
@@ -447,7 +439,7 @@ def work_open(
         )
     now = _now()
     with transaction.atomic():
-        ledger.ledger_lock(project.pk)
+        lock_project(project)
         work = WorkItem.objects.create(
             project=project,
             work_id=gov.work_id_for(normalized, now, secrets.token_hex(16)),
@@ -505,14 +497,16 @@ def allowed_files(work: WorkItem) -> tuple[str, ...]:
     return ()
 
 
-def _next_version(rows: Any, expected_version: int | None) -> int:
-    current = rows.order_by("-version").values_list("version", flat=True).first() or 0
+def _next_version_expected(work: WorkItem, rows: Any, expected_version: int | None) -> int:
+    """The next version of ``rows`` under the project lock, if the caller saw the current one."""
+    latest = next_version(project=work.project_id, rows=rows)
+    current = latest.number - 1
     if expected_version is not None and expected_version != current:
         raise Conflict(
             f"stale version {expected_version}; current version is {current}",
             current_version=current,
         )
-    return current + 1
+    return latest.number
 
 
 def _charge_work_text(work: WorkItem, content: str) -> None:
@@ -526,10 +520,11 @@ def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
         raise Conflict(f"{name} is not a file of {work.mode} work")
     validate_work_text(content)
     with transaction.atomic():
-        _lock_work(work)
+        lock_project(work.project_id)
         # Editing work files is a metadata mutation in GedPi's guard.
         _require_guard(work, "metadata-mutation")
-        version = _next_version(WorkFile.objects.filter(work=work, name=name), expected_version)
+        version = _next_version_expected(work, WorkFile.objects.filter(work=work, name=name),
+                                         expected_version)
         _charge_work_text(work, content)
         return WorkFile.objects.create(work=work, name=name, version=version, content=content,
                                        author=author, created_at=timezone.now())
@@ -555,10 +550,10 @@ def task_artifact_write(*, work: WorkItem, task_id: str, name: str, content: str
         if not isinstance(history, list):
             raise ValidationError({"content": ["HISTORY.json must be a JSON array of attempts"]})
     with transaction.atomic():
-        _lock_work(work)
+        lock_project(work.project_id)
         _require_guard(work, "metadata-mutation")
         rows = TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)
-        version = _next_version(rows, expected_version)
+        version = _next_version_expected(work, rows, expected_version)
         _charge_work_text(work, content)
         return TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
                                            version=version, content=content, author=author,
@@ -669,7 +664,7 @@ def governance_import(*, work: WorkItem, document: dict[str, Any], author: str) 
         raise InvalidState(f"Ged work {work.work_id}: governance.json is invalid: "
                            f"{exc.message}") from None
     with transaction.atomic():
-        _lock_work(work)
+        lock_project(work.project_id)
         if latest_revision(work) is None:
             _store_revision(work, 0, document, "import", author)
             return True
@@ -701,14 +696,13 @@ def work_file_import(*, work: WorkItem, name: str, content: str, author: str) ->
     if name not in allowed_files(work):
         raise Conflict(f"{name} is not a file of {work.mode} work")
     validate_work_text(content)
-    current = latest_files(work).get(name)
-    if current is not None and current.content == content:
-        return False
     with transaction.atomic():
-        _lock_work(work)
+        latest = next_version(project=work.project_id,
+                              rows=WorkFile.objects.filter(work=work, name=name))
+        if latest.current is not None and latest.current.content == content:
+            return False
         _charge_work_text(work, content)
-        WorkFile.objects.create(work=work, name=name,
-                                version=current.version + 1 if current else 1,
+        WorkFile.objects.create(work=work, name=name, version=latest.number,
                                 content=content, author=author, created_at=timezone.now())
     return True
 
@@ -724,16 +718,15 @@ def task_artifact_import(*, work: WorkItem, task_id: str, name: str, content: st
                          author: str) -> bool:
     validate_task_id(task_id)
     validate_work_text(content)
-    current = (
-        TaskArtifact.objects.filter(work=work, task_id=task_id, name=name)
-        .order_by("-version").first()
-    )
-    if current is not None and current.content == content:
-        return False
     with transaction.atomic():
-        _lock_work(work)
+        latest = next_version(
+            project=work.project_id,
+            rows=TaskArtifact.objects.filter(work=work, task_id=task_id, name=name),
+        )
+        if latest.current is not None and latest.current.content == content:
+            return False
         _charge_work_text(work, content)
         TaskArtifact.objects.create(work=work, task_id=task_id, name=name,
-                                    version=current.version + 1 if current else 1,
-                                    content=content, author=author, created_at=timezone.now())
+                                    version=latest.number, content=content, author=author,
+                                    created_at=timezone.now())
     return True

@@ -26,7 +26,7 @@ from gedweb.lib.governance import format_time
 from governance import ledger
 from governance.models import Skill
 from memory import quotas
-from memory.locks import lock_project
+from memory.locks import NextVersion, next_version
 from memory.models import Project, format_timestamp
 
 CREATED, CONFIRMED = "created", "confirmed"
@@ -55,8 +55,14 @@ def validate_skill(*, name: str, content: str, reason: str, source: str | None) 
         raise ValidationError(problems)
 
 
-def _current(project: Project, name: str) -> Skill | None:
-    return Skill.objects.filter(project=project, name=name).order_by("-version").first()
+def _next_version(project: Project, name: str) -> NextVersion[Skill]:
+    """The skill's newest version and the number of the next, under the project lock.
+
+    Serialises writers of this project's skills across processes (the one
+    lock of the counter, ged_import's too); UNIQUE(project, name, version)
+    is the backstop.
+    """
+    return next_version(project=project, rows=Skill.objects.filter(project=project, name=name))
 
 
 def skill_put(
@@ -64,10 +70,8 @@ def skill_put(
 ) -> SkillWrite:
     validate_skill(name=name, content=content, reason=reason, source=source)
     with transaction.atomic():
-        # Serialises writers of this project's skills across processes;
-        # UNIQUE(project, name, version) is the backstop.
-        lock_project(project)
-        current = _current(project, name)
+        latest = _next_version(project, name)
+        current = latest.current
         if current is not None and current.content != content:
             raise Conflict(
                 f"skill {name} exists with different content (sha256 {current.content_hash}); "
@@ -80,7 +84,7 @@ def skill_put(
         skill = Skill.objects.create(
             project=project,
             name=name,
-            version=current.version + 1 if current else 1,
+            version=latest.number,
             content=content,
             recorded_hash=sha256_text(content),
             provenance=Skill.Provenance.REUSABLE_EXPLICIT,
@@ -116,8 +120,8 @@ def skill_record_legacy(
     if provenance not in Skill.Provenance.values:
         raise ValidationError({"provenance": [f"must be one of {', '.join(Skill.Provenance)}"]})
     with transaction.atomic():
-        lock_project(project)
-        current = _current(project, name)
+        latest = _next_version(project, name)
+        current = latest.current
         if current is not None:
             if (current.content, current.recorded_hash, current.provenance) == (
                 content, recorded_hash, provenance
@@ -129,7 +133,7 @@ def skill_record_legacy(
         return Skill.objects.create(
             project=project,
             name=name,
-            version=1,
+            version=latest.number,
             content=content,
             recorded_hash=recorded_hash,
             provenance=provenance,
@@ -254,8 +258,8 @@ def skill_import(
     if provenance not in Skill.Provenance.values:
         raise ValidationError({"provenance": [f"must be one of {', '.join(Skill.Provenance)}"]})
     with transaction.atomic():
-        lock_project(project)
-        current = _current(project, name)
+        latest = _next_version(project, name)
+        current = latest.current
         if (
             current is not None
             and current.content == content
@@ -266,7 +270,7 @@ def skill_import(
         Skill.objects.create(
             project=project,
             name=name,
-            version=current.version + 1 if current else 1,
+            version=latest.number,
             content=content,
             recorded_hash=record.get("contentHash"),
             provenance=provenance,

@@ -25,6 +25,7 @@ from gedweb.lib.standards import render_standards
 from governance import ledger
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
 from memory import quotas
+from memory.locks import lock_project
 from memory.models import Project, format_timestamp
 
 RULE = (
@@ -86,7 +87,7 @@ def standards_import_submit(
     try:
         with transaction.atomic():
             # Lock order: the project lock, the row and its ledger record, the quota last.
-            ledger.ledger_lock(project.pk)
+            lock_project(project)
             row = StandardsImport.objects.create(
                 project=project,
                 path=path,

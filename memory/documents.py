@@ -25,7 +25,7 @@ from gedweb.lib.digest import sha256_text
 from gedweb.lib.governance import WORK_ID_RE
 from gedweb.lib.substantive import is_substantive
 from memory import quotas
-from memory.locks import lock_project
+from memory.locks import next_version
 from memory.models import DocumentRevision, Project
 
 __all__ = [
@@ -178,10 +178,11 @@ def document_put(
     has not seen. Reports are write-once. An update whose content equals the
     current revision's stores nothing and returns that revision.
 
-    The project row is locked (SELECT ... FOR UPDATE on PostgreSQL, BEGIN
-    IMMEDIATE's write lock on SQLite) before the current revision is read,
-    so of two writers with the same expected_revision exactly one wins;
-    UNIQUE(project, path, revision) is the backstop.
+    The project lock (memory.locks.next_version: FOR NO KEY UPDATE on
+    PostgreSQL, BEGIN IMMEDIATE's write lock on SQLite) is taken before the
+    current revision is read, so of two writers with the same
+    expected_revision exactly one wins; UNIQUE(project, path, revision) is
+    the backstop.
     """
     target = validate_document_path(path)
     errors: dict[str, list[str]] = {}
@@ -201,15 +202,17 @@ def document_put(
         _require_work_item(project, target.ident or "")
     try:
         with transaction.atomic():
-            lock_project(project)
-            current = DocumentRevision.objects.for_project(project).for_path(path).newest()
+            latest = next_version(
+                project=project, rows=DocumentRevision.objects.for_project(project).for_path(path),
+                field="revision",
+            )
+            current = latest.current
             if current is None:
                 if expected_revision not in (None, 0):
                     raise StaleRevision(
                         f"{path} does not exist yet; create it without expected_revision",
                         current_revision=0,
                     )
-                number = 1
             else:
                 if target.write_once:
                     raise Conflict(f"{path} already exists; reports are write-once")
@@ -229,13 +232,12 @@ def document_put(
                     )
                 if content == current.content:
                     return PutResult(current, created=False, changed=False)
-                number = current.revision + 1
             quotas.quota_charge(project=project, kind="documents",
                                 size_bytes=quotas.text_bytes(content))
             document = DocumentRevision(
                 project=project,
                 path=path,
-                revision=number,
+                revision=latest.number,
                 content=content,
                 sha256=sha256_text(content),
                 author=author,
@@ -245,7 +247,7 @@ def document_put(
             document.save(force_insert=True)
     except IntegrityError:
         raise Conflict(f"another write to {path} won the race; read it and retry") from None
-    return PutResult(document, created=number == 1, changed=True)
+    return PutResult(document, created=current is None, changed=True)
 
 
 # --- reads ----------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from gedweb.append_only import AppendOnlyModel
 from gedweb.lib.digest import sha256_text
 from memory.querysets import (
-    AppendOnlyError,
     CandidateQuerySet,
     ChainCheckpointQuerySet,
     DocumentRevisionQuerySet,
@@ -36,7 +36,6 @@ from memory.validators import (
 )
 
 __all__ = [
-    "AppendOnlyError",
     "ChainCheckpoint",
     "DocumentRevision",
     "MemoryCandidate",
@@ -145,12 +144,15 @@ class ProjectToken(models.Model):
             self.save(update_fields=["revoked_at"])
 
 
-class MemoryEntry(models.Model):
+class MemoryEntry(AppendOnlyModel):
     """One append-only memory record; rows are never updated or deleted.
 
-    The ORM refuses changes here and in EntryQuerySet; migrations add
-    database triggers that refuse UPDATE and DELETE from any client.
+    The ORM refuses changes (gedweb.append_only); migrations add database
+    triggers that refuse UPDATE and DELETE from any client.
     """
+
+    append_only_rows = "memory entries"
+    append_only_instead = "append a correction instead"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="entries")
@@ -202,14 +204,6 @@ class MemoryEntry(models.Model):
     def __str__(self) -> str:
         return f"{self.project_id}#{self.seq}"
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise AppendOnlyError("memory entries are append-only; append a correction instead")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError("memory entries are append-only and cannot be deleted")
-
     def get_absolute_url(self) -> str:
         return f"/v1/projects/{self.project_id}/memory/{self.uuid}"
 
@@ -259,7 +253,7 @@ class MemoryEntry(models.Model):
         }
 
 
-class ChainCheckpoint(models.Model):
+class ChainCheckpoint(AppendOnlyModel):
     """A signed record of a project's chain head: after it, the log may only grow.
 
     A hash chain alone cannot show that its newest entries were deleted, or
@@ -270,6 +264,8 @@ class ChainCheckpoint(models.Model):
     (memory.checkpoints), so
     deleting rows here does not erase the evidence there.
     """
+
+    append_only_rows = "chain checkpoints"
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="checkpoints")
     seq = models.PositiveBigIntegerField()
@@ -298,14 +294,6 @@ class ChainCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} checkpoint at seq {self.seq}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise AppendOnlyError("chain checkpoints are append-only")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError("chain checkpoints are append-only and cannot be deleted")
 
 
 class MemoryCandidateStatus(models.TextChoices):
@@ -361,13 +349,16 @@ class MemoryCandidate(models.Model):
         return str(value)
 
 
-class DocumentRevision(models.Model):
+class DocumentRevision(AppendOnlyModel):
     """One append-only revision of a durable document (PROJECT.md, an ADR, a report...).
 
     A document is the set of its revisions; the newest is the current text.
-    The ORM refuses changes here and in DocumentRevisionQuerySet; migration
-    0003 adds triggers that refuse UPDATE and DELETE from any client.
+    The ORM refuses changes (gedweb.append_only); migration 0003 adds
+    triggers that refuse UPDATE and DELETE from any client.
     """
+
+    append_only_rows = "document revisions"
+    append_only_instead = "add a revision instead"
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="documents")
     path = models.CharField(max_length=160)
@@ -395,14 +386,6 @@ class DocumentRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id}/{self.path}@{self.revision}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise AppendOnlyError("document revisions are append-only; add a revision instead")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError("document revisions are append-only and cannot be deleted")
 
 
 class RateCounter(models.Model):

@@ -12,13 +12,10 @@ from django.db import connection, models
 from django.db.models import BooleanField, Exists, F, OuterRef, Prefetch
 from django.db.models.expressions import RawSQL
 
+from gedweb.append_only import AppendOnlyQuerySet
 from gedweb.db.compiled import CompiledRead
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-class AppendOnlyError(Exception):
-    """Raised when code tries to change or delete append-only data."""
 
 
 def search_words(text: str) -> list[str]:
@@ -63,20 +60,8 @@ class ProjectTokenQuerySet(models.QuerySet):
         return self.filter(revoked_at__isnull=True)
 
 
-class EntryQuerySet(models.QuerySet):
+class EntryQuerySet(AppendOnlyQuerySet):
     """Reads of memory entries; bulk writes other than inserts are refused."""
-
-    def update(self, **kwargs: Any) -> int:
-        raise AppendOnlyError("memory entries are append-only; append a correction instead")
-
-    def delete(self) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyError("memory entries are append-only and cannot be deleted")
-
-    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> int:
-        raise AppendOnlyError("memory entries are append-only; append a correction instead")
-
-    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError("memory entries are append-only; append a correction instead")
 
     def for_project(self, project: Any) -> EntryQuerySet:
         return self.filter(project=project)
@@ -247,20 +232,8 @@ def _chain_row(values: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-class ChainCheckpointQuerySet(models.QuerySet):
+class ChainCheckpointQuerySet(AppendOnlyQuerySet):
     """Reads of chain checkpoints; bulk writes other than inserts are refused."""
-
-    def update(self, **kwargs: Any) -> int:
-        raise AppendOnlyError("chain checkpoints are append-only")
-
-    def delete(self) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyError("chain checkpoints are append-only and cannot be deleted")
-
-    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> int:
-        raise AppendOnlyError("chain checkpoints are append-only")
-
-    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError("chain checkpoints are append-only")
 
     def for_project(self, project: Any) -> ChainCheckpointQuerySet:
         return self.filter(project=project)
@@ -274,20 +247,8 @@ class CandidateQuerySet(models.QuerySet):
         return self.annotate(entry_uuid=F("entry__uuid"))
 
 
-class DocumentRevisionQuerySet(models.QuerySet):
+class DocumentRevisionQuerySet(AppendOnlyQuerySet):
     """Reads of document revisions; bulk writes other than inserts are refused."""
-
-    def update(self, **kwargs: Any) -> int:
-        raise AppendOnlyError("document revisions are append-only; add a revision instead")
-
-    def delete(self) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyError("document revisions are append-only and cannot be deleted")
-
-    def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> int:
-        raise AppendOnlyError("document revisions are append-only; add a revision instead")
-
-    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
-        raise AppendOnlyError("document revisions are append-only; add a revision instead")
 
     def for_project(self, project: Any) -> DocumentRevisionQuerySet:
         return self.filter(project=project)

@@ -158,6 +158,11 @@ def _charge(project_id: str, kind: str, cost: int) -> None:
         quota = rows.first()
         if quota is not None:
             limit = limit_bytes(quota)
+            if quota.used_bytes + cost <= limit:
+                # The row was created and committed by a concurrent first
+                # write after the UPDATE took its snapshot (PostgreSQL, READ
+                # COMMITTED): it fits, so charge it again rather than refuse.
+                continue
             raise QuotaExceeded(
                 # Exact bytes too: one byte over would round to the limit itself.
                 f"project {project_id} would use {quota.used_bytes + cost:,} bytes "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError, connection, transaction
 
+from gedweb.append_only import AppendOnlyError
 from governance import services
 from governance.models import (
     EvidenceRecord,
@@ -17,7 +18,6 @@ from governance.models import (
     WorkFile,
     WorkItem,
 )
-from memory.querysets import AppendOnlyError
 from tests.governance.support import add_evidence
 
 # model, its table, a text column to tamper with

@@ -10,9 +10,9 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from gedweb.append_only import AppendOnlyError
 from governance import skills, standards
 from governance.models import ContextDelivery, Skill, StandardsDecision, StandardsImport
-from memory.querysets import AppendOnlyError
 
 # model, its table, a text column to tamper with
 TABLES = [

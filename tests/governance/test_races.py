@@ -1,8 +1,8 @@
 """Concurrent governance writers (contract §5; gedpi-behaviour.md §2.4, §2.7, gap G-1).
 
 Real threads with their own connections against committed data. On
-PostgreSQL they contend on the work item's row lock; on SQLite on the write
-lock BEGIN IMMEDIATE takes. Either way a revision is taken exactly once and
+PostgreSQL they contend on the project lock (memory.locks); on SQLite on
+the write lock BEGIN IMMEDIATE takes. Either way a revision is taken exactly once and
 a writer holding a stale revision is refused, never silently merged.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from governance import services
-from governance.models import EvidenceRecord, GovernanceRevision, WorkItem
+from governance.models import EvidenceRecord, GovernanceRevision, TaskArtifact, WorkFile, WorkItem
 from tests.conftest import bearer_client, run_in_threads
 from tests.governance.support import (
     DIRECT,
@@ -190,3 +190,52 @@ def test_concurrent_opens_get_distinct_ids(live_db, make_project):
         assert work.meta()["workId"] == work.work_id
         assert revisions(work) == [0]
         assert services.governance_document(work)["workId"] == work.work_id
+
+
+def test_imports_and_writes_of_one_work_file_at_once_take_every_version_exactly_once(
+        live_db, make_project):
+    """One counter, one lock: ged_import's path and the API's number versions alike.
+
+    The import path used to read the newest version before it took any lock
+    (and then two: the project's and the work item's), so importers released
+    together numbered the same version and all but one failed.
+    """
+    target = make_project("race")
+    work = open_work(target.project)
+    opened = list(WorkFile.objects.filter(work=work, name="DIRECT.md")
+                  .values_list("version", "content"))
+    assert [version for version, _ in opened] == [1]  # work_open writes the template
+
+    def attempt(index: int) -> object:
+        content = f"# DIRECT {index}\n"
+        if index % 2:
+            return services.work_file_import(work=work, name="DIRECT.md", content=content,
+                                             author=f"importer-{index}")
+        return services.work_file_write(work=work, name="DIRECT.md", content=content,
+                                        author=f"writer-{index}")
+
+    results = run_in_threads(attempt, THREADS)
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    rows = list(WorkFile.objects.filter(work=work, name="DIRECT.md").order_by("version")
+                .values_list("version", "content"))
+    assert [version for version, _ in rows] == list(range(1, THREADS + 2))
+    assert rows[0] == opened[0]
+    assert sorted(content for _, content in rows[1:]) == sorted(
+        f"# DIRECT {index}\n" for index in range(THREADS))
+
+
+def test_imports_of_one_task_artifact_at_once_take_every_version_exactly_once(live_db,
+                                                                              make_project):
+    target = make_project("race")
+    work = open_work(target.project)
+
+    def attempt(index: int) -> bool:
+        return services.task_artifact_import(work=work, task_id="T01", name="BRIEF.md",
+                                             content=f"# T01 brief {index}\n",
+                                             author=f"importer-{index}")
+
+    results = run_in_threads(attempt, THREADS)
+    assert results == [True] * THREADS
+    assert list(TaskArtifact.objects.filter(work=work, task_id="T01", name="BRIEF.md")
+                .order_by("version").values_list("version", flat=True)) == list(
+        range(1, THREADS + 1))

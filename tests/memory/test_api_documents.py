@@ -8,11 +8,11 @@ import hashlib
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
+from gedweb.append_only import AppendOnlyError
 from gedweb.lib.governance import TASKS_TEMPLATE
 from gedweb.lib.substantive import LEGACY_PROJECT_PLACEHOLDER
 from memory import documents
 from memory.models import DocumentRevision
-from memory.querysets import AppendOnlyError
 from tests.conftest import run_in_threads
 from tests.governance.support import open_work, transition
 

@@ -6,9 +6,9 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import ProtectedError
 
+from gedweb.append_only import AppendOnlyError
 from memory import services
 from memory.models import MemoryEntry, Project
-from memory.querysets import AppendOnlyError
 
 
 def raw_rows(project_id: str) -> list[tuple]:

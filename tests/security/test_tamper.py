@@ -28,11 +28,11 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from gedweb import append_only
+from gedweb.append_only import AppendOnlyError
 from gedweb.cli.main import local_verify
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from memory import checkpoints, services
 from memory.models import ChainCheckpoint, MemoryEntry, format_timestamp
-from memory.querysets import AppendOnlyError
 from tests.conftest import is_postgres
 from tests.interop.test_doctor import doctor_run, failures
 
