@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test gates bench bench-ledger lint check-python clean
+.PHONY: run test test-pure gates bench bench-ledger lint check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -27,6 +27,11 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The pure lib's and the checkout engine's tests with Django absent: pytest-django
+# off, and each test fails if Django was imported (tests/django_absent.py).
+test-pure: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -p no:django tests/lib tests/checkout $(PYTEST_ARGS)
 
 # Security gates, each failing the build on its own finding IDs (docs/security.md).
 # check --deploy runs with production settings and throwaway secrets;

@@ -84,7 +84,7 @@ ENTRIES = "memory_memoryentry"
 # here, gets make_append_only() in its migration and joins docs/security.md's
 # REVOKE list; tests compare this list with the models on the base and with
 # the migrations. `manage.py doctor` checks each one's triggers, and
-# tests/conftest.py purges them between transactional tests.
+# tests/django_fixtures.py purges them between transactional tests.
 TABLES = (
     ENTRIES,
     "memory_documentrevision",

@@ -30,7 +30,7 @@ from pathlib import Path
 from django.core.checks.security.base import _check_secret_key as _django_accepts_secret_key
 from django.core.exceptions import ImproperlyConfigured
 
-from gedweb.lib import safefs
+from gedweb.checkout import safefs
 
 SECRET_KEY_FILE = "secret_key"
 SIGNING_KEY_FILE = "signing_key"

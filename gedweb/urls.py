@@ -11,9 +11,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.settings import APISettings
 
-from gedweb import converters  # noqa: F401  (registers the path converters)
+from gedweb import (
+    converters,  # noqa: F401  (registers the path converters)
+    pages,
+)
 from gedweb.api import views as api
-from memory import views as pages
+from memory import views as memory_pages
 
 # Swagger UI's page (templates/drf_spectacular/swagger_ui.html) has one
 # inline script and one inline style; per-request nonces admit exactly
@@ -47,7 +50,7 @@ class DocsView(api.JSONErrorsMixin, SpectacularSwaggerView):
 
 
 urlpatterns = [
-    path("", pages.home, name="home"),
+    path("", memory_pages.home, name="home"),
     path("healthz", api.HealthView.as_view(), name="healthz"),
     path("admin/", admin.site.urls),
     path(
@@ -56,6 +59,9 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The overview shows both apps, so it is the site's page; each app's
+    # pages below name only their own app.
+    path("p/<project:project_id>/", pages.project_overview, name="project-overview"),
     path("p/<project:project_id>/", include("memory.urls")),
     path("p/<project:project_id>/", include("governance.urls")),
     path("v1/schema", SchemaView.as_view(), name="schema"),
@@ -64,8 +70,11 @@ urlpatterns = [
         csp_override(DOCS_CSP)(DocsView.as_view(url_name="schema")),
         name="docs",
     ),
-    path("v1/", include("memory.api.urls")),
+    # Governance's first: its handoff route (documents/handoff/<work_id>.md)
+    # comes before memory's documents/<path>, since a handoff needs
+    # governance's rule. No other route of either app matches the other's.
     path("v1/", include("governance.api.urls")),
+    path("v1/", include("memory.api.urls")),
     # Last: any other /v1 path is a JSON 404, whatever DEBUG says; so is a
     # path value that fits no converter (gedweb/converters.py).
     re_path(r"^v1(?:/.*)?$", api.NotFoundView.as_view()),

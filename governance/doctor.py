@@ -436,8 +436,8 @@ def check_database_privileges() -> Outcome:
 
 
 def check_checkout(root: Path) -> Outcome:
-    """A GedPi checkout's v3 migration leftovers and locks (gedweb.lib.gedpi_v3)."""
-    from gedweb.lib.gedpi_v3 import checkout_problems
+    """A GedPi checkout's v3 migration leftovers and locks (gedweb.checkout.v3)."""
+    from gedweb.checkout.v3 import checkout_problems
 
     return Outcome("checkout", list(checkout_problems(root)), "no migration leftovers or locks")
 

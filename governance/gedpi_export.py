@@ -2,7 +2,7 @@
 
 ``render_tree`` is pure rendering from the database (the supported files of
 docs/interop.md, as ``{relative path: bytes}``); ``export_tree`` writes them
-with gedweb.lib.safefs: every target is checked first (no symlink anywhere
+with gedweb.checkout.safefs: every target is checked first (no symlink anywhere
 under PATH, no directory where a file goes), then each file that differs is
 replaced atomically. Files of PATH that GedWeb does not render are never
 touched or deleted.
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gedweb.checkout import safefs
 from gedweb.errors import ExportRefused
-from gedweb.lib import safefs
 from gedweb.lib.governance import render_state_md
 from governance import services
 from governance.models import WorkItem

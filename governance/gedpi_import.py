@@ -1,7 +1,7 @@
 """ged_import: ingest a migrated GedPi checkout into a project (docs/interop.md).
 
 Two phases. ``read_checkout`` reads and validates every file first, through
-gedweb.lib.safefs (no symlink anywhere, strict UTF-8, GedPi's own
+gedweb.checkout.safefs (no symlink anywhere, strict UTF-8, GedPi's own
 validators), without touching the database. ``import_checkout`` then writes
 everything in one transaction through GedWeb's services, so a refusal
 anywhere leaves the database as it was.
@@ -35,25 +35,28 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from gedweb.checkout import safefs
 from gedweb.errors import CheckoutRefused, DomainError
 from gedweb.lib import governance as gov
-from gedweb.lib import safefs
 from gedweb.lib import skills as skill_rules
 from gedweb.lib.digest import sha256_text
 from governance import services
 from governance.gedpi_export import render_tree
+from governance.handoffs import handoff_path, handoff_put
 from governance.models import STANDARDS_PATHS, StandardsImport, TaskArtifact
 from governance.skills import skill_import
 from governance.standards import standards_decision_import, standards_import_submit
 from memory import quotas
 from memory.documents import (
     DOCUMENT_ID_RE,
+    PutResult,
     document_current,
     document_put,
     validate_document_content,
@@ -80,14 +83,14 @@ MAX_ENTRIES = 50_000  # directory entries walked by one import, the migration ga
 
 
 def migration_status(root: Path) -> str:
-    """gedweb.lib.gedpi_v3's verdict: "not-needed", "needed" or "complete"."""
-    from gedweb.lib.gedpi_v3 import migration_status as status
+    """gedweb.checkout.v3's verdict: "not-needed", "needed" or "complete"."""
+    from gedweb.checkout.v3 import migration_status as status
 
     return str(status(root))
 
 
 def _check_migrated(root: Path) -> None:
-    from gedweb.lib.gedpi_v3 import MigrationError
+    from gedweb.checkout.v3 import MigrationError
 
     try:
         status = migration_status(root)
@@ -146,7 +149,7 @@ class Checkout:
     standards: list[StandardsEntry] = field(default_factory=list)
     skills: list[SkillEntry] = field(default_factory=list)
     work: list[WorkEntry] = field(default_factory=list)
-    handoffs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    handoffs: dict[str, tuple[str, str]] = field(default_factory=dict)  # work id -> (file, text)
     # Per standards path: the (status, sha256) of every hash-bound accepted or
     # rejected IMPORT-STATE.json entry, those whose bytes are gone included,
     # and the sha256 of the file's raw bytes in the checkout (None: absent).
@@ -228,14 +231,15 @@ class _Reader:
             )
 
     def bound_migration_gate(self) -> None:
-        """Bound what gedweb.lib.gedpi_v3.migration_status reads before it runs."""
-        from gedweb.lib import gedpi_v3
+        """Bound what gedweb.checkout.v3.migration_status reads before it runs."""
+        from gedweb.checkout import v3
+        from gedweb.lib.gedpi_placeholders import PLACEHOLDERS
 
-        for rel in (gedpi_v3.STATE_PATH, ".ged/VERSION", gedpi_v3.JOURNAL_PATH,
-                    gedpi_v3.GLOSSARY_PATH, gedpi_v3.DECISIONS_PATH,
-                    *(source for source, _ in gedpi_v3.PLACEHOLDERS)):
+        for rel in (v3.STATE_PATH, ".ged/VERSION", v3.JOURNAL_PATH,
+                    v3.GLOSSARY_PATH, v3.DECISIONS_PATH,
+                    *(source for source, _ in PLACEHOLDERS)):
             self.check_size(rel)
-        for directory in gedpi_v3.LEGACY_DIRS:
+        for directory in v3.LEGACY_DIRS:
             self.count_entries(f".ged/{directory}", recursive=True)
 
     def text(self, rel: str) -> str | None:
@@ -621,7 +625,7 @@ def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
         checkout.supported[handoff_rel] = handoff.encode("utf-8")
         try:
             validate_document_content(handoff)
-            checkout.handoffs[f"handoff/{work_id}.md"] = (handoff_rel, handoff)
+            checkout.handoffs[work_id] = (handoff_rel, handoff)
         except ValidationError as exc:
             checkout.skip(handoff_rel, _messages(exc))
     checkout.work.append(entry)
@@ -810,15 +814,17 @@ def _import_standard(project: Project, entry: StandardsEntry, author: str,
     )
 
 
-def _put_document(project: Project, path: str, rel: str, text: str, author: str,
-                  reason: str) -> bool:
+def _put_document(project: Project, path: str, rel: str, text: str,
+                  write: Callable[..., PutResult]) -> bool:
+    """Store ``text`` as the next revision of ``path`` unless it already is the current one.
+
+    ``write(expected_revision=...)`` stores it: document_put for memory's
+    documents, handoff_put (governance's rule) for a handoff.
+    """
     current = document_current(project, path)
     if current is not None and current.content == text:
         return False  # also for reports, which document_put refuses to touch again
-    result = _named(rel, lambda: document_put(
-        project=project, path=path, content=text, author=author,
-        expected_revision=current.revision if current else None, reason=reason,
-    ))
+    result = _named(rel, lambda: write(expected_revision=current.revision if current else None))
     return result.changed
 
 
@@ -859,7 +865,9 @@ def import_checkout(
     with transaction.atomic(), quotas.deferred():
         lock_project(project)
         for path, (rel, text) in checkout.documents.items():
-            result.count("documents", _put_document(project, path, rel, text, author, reason))
+            write = partial(document_put, project=project, path=path, content=text,
+                            author=author, reason=reason)
+            result.count("documents", _put_document(project, path, rel, text, write))
         for entry in checkout.standards:
             changed, line = _import_standard(
                 project, entry, author, trusted_by if id(entry) in trusted_ids else None
@@ -874,8 +882,11 @@ def import_checkout(
             result.count("skills", outcome != "unchanged")
         for entry in checkout.work:
             _import_work(project, entry, author, result)
-        for path, (rel, text) in checkout.handoffs.items():
-            result.count("documents", _put_document(project, path, rel, text, author, reason))
+        for work_id, (rel, text) in checkout.handoffs.items():
+            write = partial(handoff_put, project=project, work_id=work_id, content=text,
+                            author=author, reason=reason)
+            result.count("documents", _put_document(project, handoff_path(work_id), rel, text,
+                                                    write))
         rendered = render_tree(project)
         result.not_reproducible = sorted(
             rel for rel, data in checkout.supported.items() if rendered.get(rel) != data

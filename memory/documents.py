@@ -7,14 +7,16 @@ author, reason and hash; updates name the revision they replace.
 
 Writes are not checked by the governance guard: GedPi's guard judges tool
 calls of a bound agent request, and a service request is bound to no work
-item. Handoffs are still scoped to the project's own work items.
+item. Handoffs are still scoped to the project's own work items: that rule
+is governance's (``governance.handoffs.handoff_put`` finds the work item),
+and this store writes a handoff only for the work item row it is handed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -31,12 +33,12 @@ from memory.models import DocumentRevision, Project
 __all__ = [
     "DocumentPath",
     "PutResult",
+    "WorkItemRow",
     "document_current",
     "document_list",
     "document_put",
     "document_revisions",
     "parse_document_path",
-    "register_work_item_check",
 ]
 
 # gedpi-behaviour.md §9.4: report and ADR ids. fullmatch, since "$" alone
@@ -89,28 +91,34 @@ def validate_document_path(path: str) -> DocumentPath:
         raise ValidationError({"path": [str(exc)]}) from None
 
 
-# --- the work-item hook ------------------------------------------------------------
+# --- the work item of a handoff ------------------------------------------------------
 #
-# A handoff must name a work item of the same project (Gap G-11), but work
-# items live in the governance app, which depends on memory and never the
-# reverse. So memory only defines this hook and governance registers its
-# check in GovernanceConfig.ready(). Without a registered check every
-# handoff is refused: fail closed. The work item may be in any lifecycle
-# state, terminal or paused included: a closing summary of finished work is
-# a legitimate handoff, and a service request is bound to no work item that
-# could narrow the choice further.
-
-WorkItemCheck = Callable[[Project, str], bool]
-_work_item_check: WorkItemCheck | None = None
+# A handoff must name a work item of the same project (Gap G-11). Work items
+# are governance's, and memory never imports governance, so this store
+# cannot look one up: the caller hands it the row (governance.handoffs), and
+# without a row of this project and this work id every handoff is refused:
+# fail closed. The work item may be in any lifecycle state, terminal or
+# paused included: a closing summary of finished work is a legitimate
+# handoff, and a service request is bound to no work item that could narrow
+# the choice further.
 
 
-def register_work_item_check(check: WorkItemCheck | None) -> None:
-    global _work_item_check
-    _work_item_check = check
+class WorkItemRow(Protocol):
+    """The work item a handoff names, as governance read it from the database."""
+
+    @property
+    def project_id(self) -> str: ...
+
+    @property
+    def work_id(self) -> str: ...
 
 
-def _require_work_item(project: Project, work_id: str) -> None:
-    if _work_item_check is None or not _work_item_check(project, work_id):
+def _require_work_item(project: Project, work_id: str, work_item: WorkItemRow | None) -> None:
+    if (
+        work_item is None
+        or work_item.project_id != project.pk
+        or work_item.work_id != work_id
+    ):
         raise ValidationError(
             {"path": [f"handoff needs an existing work item of project {project.pk}: {work_id}"]}
         )
@@ -170,8 +178,13 @@ def document_put(
     author: str,
     expected_revision: int | None = None,
     reason: str | None = None,
+    work_item: WorkItemRow | None = None,
 ) -> PutResult:
     """Create a document or add its next revision.
+
+    A handoff (``handoff/<work_id>.md``) is written only with ``work_item``,
+    the row of that work id in this project: governance.handoffs.handoff_put
+    is the writer that finds it. Without it a handoff is refused.
 
     A new document takes no expected_revision (or 0); an existing one needs
     the current revision number, so a writer never overwrites a revision it
@@ -199,7 +212,7 @@ def document_put(
     if errors:
         raise ValidationError(errors)
     if target.kind == "handoff":
-        _require_work_item(project, target.ident or "")
+        _require_work_item(project, target.ident or "", work_item)
     try:
         with transaction.atomic():
             latest = next_version(

@@ -26,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 
-from gedweb.lib.failpoints import failpoint
+from gedweb.failpoints import failpoint
 from gedweb.lib.mirror import parse_last_trailer, render_append, render_chunks, render_header
 from memory.models import MemoryEntry, Project
 

@@ -1,4 +1,7 @@
-"""Team pages for memory, under /p/<project_id>/ (names like memory:entry-detail)."""
+"""Team pages for memory, under /p/<project_id>/ (names like memory:entry-detail).
+
+/p/<project_id>/ itself, the overview, is the site's (gedweb/urls.py).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from memory import views
 app_name = "memory"
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
     path("memory/", views.entry_list, name="entry-list"),
     path("memory/<ref:ref>", views.entry_detail, name="entry-detail"),
     path("mirror/", views.mirror, name="mirror"),

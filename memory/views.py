@@ -1,5 +1,6 @@
-"""Team pages for memory: project list, overview, timeline and search, entries, the
-mirror, documents.
+"""Team pages for memory: project list, timeline and search, entries, the mirror,
+documents. The project overview, which shows governance's work too, is the
+site's (gedweb/pages.py): these pages name only memory.
 
 Read-only views over the same querysets and services the API uses. Every
 project page fetches its project through ``project_or_404``: a project the
@@ -53,26 +54,6 @@ def home(request: HttpRequest) -> HttpResponse:
         for p in projects
     ]
     return render(request, "memory/project_list.html", {"rows": rows})
-
-
-@login_required
-def overview(request: HttpRequest, project_id: str) -> HttpResponse:
-    project = project_or_404(request, project_id)
-    head = MemoryEntry.objects.for_project(project).head()
-    recent = list(
-        MemoryEntry.objects.for_project(project).order_by("-seq")
-        .only("seq", "category", "source", "author", "created_at", "content")[:5]
-    )
-    docs = documents.document_list(project)
-    work_count = project.work_items.count()
-    return render(request, "memory/overview.html", {
-        **project_context(request, project, "overview"),
-        "project_md": documents.document_current(project, "PROJECT.md"),
-        "head": head,
-        "recent": recent,
-        "documents": docs,
-        "work_count": work_count,
-    })
 
 
 def _choice(request: HttpRequest, name: str, validator: Any) -> str:

@@ -11,6 +11,8 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.fields import Field
 
+from memory.models import format_timestamp
+
 SERVER_FIELDS = frozenset(
     {"id", "seq", "hash", "prev_hash", "author", "created_at", "project_id", "corrected_by",
      "status", "resolved_at", "resolved_by", "entry_id", "revision", "sha256"}
@@ -106,6 +108,30 @@ class OutputSerializer(serializers.Serializer):
                 value = field.get_attribute(instance)
             answer[field.field_name] = None if value is None else field.to_representation(value)
         return answer
+
+
+class TimestampField(serializers.CharField):
+    """A moment in the one wire form: UTC, six fractional digits, +00:00."""
+
+    def to_representation(self, value: Any) -> str:
+        return format_timestamp(value)
+
+
+# A durable document's revision, as memory's document routes and
+# governance's handoff routes both answer it.
+
+
+class DocumentRevisionSummarySerializer(OutputSerializer):
+    path = serializers.CharField()
+    revision = serializers.IntegerField()
+    sha256 = serializers.CharField(help_text="SHA-256 of the content's UTF-8 bytes")
+    author = serializers.CharField()
+    created_at = TimestampField(help_text="UTC, six fractional digits, +00:00")
+    reason = serializers.CharField(allow_null=True)
+
+
+class DocumentSerializer(DocumentRevisionSummarySerializer):
+    content = serializers.CharField()
 
 
 class ErrorSerializer(serializers.Serializer):

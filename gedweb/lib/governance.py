@@ -13,8 +13,22 @@ import copy
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 SCHEMA_VERSION = 1
 
@@ -40,12 +54,14 @@ def _invalid(message: str) -> GovernanceError:
 
 
 # --- vocabularies -----------------------------------------------------------
+#
+# The closed sets the document's schema checks are Literal types (the schema
+# reads them); the tuples beside them are the same values for everyone else.
 
-MODES = ("read-only", "direct-change", "planned-change")
-EXECUTION_PROFILES = ("solo", "assisted", "coordinated", "high-stakes")
-LIFECYCLES = ("active", "paused", "completed", "abandoned", "superseded")
-TERMINAL_LIFECYCLES = ("completed", "abandoned", "superseded")
-EVIDENCE_KINDS = (
+Mode = Literal["read-only", "direct-change", "planned-change"]
+ExecutionProfile = Literal["solo", "assisted", "coordinated", "high-stakes"]
+Lifecycle = Literal["active", "paused", "completed", "abandoned", "superseded"]
+EvidenceKind = Literal[
     "inspection",
     "plan",
     "implementation",
@@ -53,11 +69,30 @@ EVIDENCE_KINDS = (
     "milestone",
     "approval",
     "migration-required",
-)
-EVIDENCE_SOURCES = ("human", "runtime", "agent")
-EVIDENCE_OUTCOMES = ("observed", "satisfied", "failed")
-APPROVAL_KINDS = ("plan", "mutation", "completion")
-APPROVAL_STATUSES = ("pending", "approved", "rejected")
+]
+EvidenceSource = Literal["human", "runtime", "agent"]
+EvidenceOutcome = Literal["observed", "satisfied", "failed"]
+ApprovalKind = Literal["plan", "mutation", "completion"]
+ApprovalStatus = Literal["pending", "approved", "rejected"]
+ReasonCode = Literal[
+    "no-mutation-intent",
+    "decision-needed",
+    "user-requested-plan",
+    "high-risk",
+    "coordinator-escalation",
+    "direct-change-eligible",
+    "direct-change-ineligible",
+]
+
+MODES: tuple[str, ...] = get_args(Mode)
+EXECUTION_PROFILES: tuple[str, ...] = get_args(ExecutionProfile)
+LIFECYCLES: tuple[str, ...] = get_args(Lifecycle)
+TERMINAL_LIFECYCLES = ("completed", "abandoned", "superseded")
+EVIDENCE_KINDS: tuple[str, ...] = get_args(EvidenceKind)
+EVIDENCE_SOURCES: tuple[str, ...] = get_args(EvidenceSource)
+EVIDENCE_OUTCOMES: tuple[str, ...] = get_args(EvidenceOutcome)
+APPROVAL_KINDS: tuple[str, ...] = get_args(ApprovalKind)
+APPROVAL_STATUSES: tuple[str, ...] = get_args(ApprovalStatus)
 GUARD_ACTIONS = ("metadata-mutation", "source-mutation", "commit")
 MINIMUM_MODES = ("direct-change", "planned-change")
 AMBIGUITIES = ("sufficient", "decision-needed")
@@ -65,7 +100,7 @@ RISKS = ("low", "normal", "high")
 
 # Each reason code implies one mode. GedPi gives every code a fixed sentence;
 # the reference does not quote them, so these are GedWeb's own wording.
-REASONS: dict[str, tuple[str, str]] = {
+REASONS: dict[ReasonCode, tuple[Mode, str]] = {
     "no-mutation-intent": (
         "read-only",
         "No mutation intent was stated, so the work may only read.",
@@ -100,8 +135,6 @@ REASONS: dict[str, tuple[str, str]] = {
 # --- time, ids and text -------------------------------------------------------
 
 _CANONICAL_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_HEX40_64 = re.compile(r"^[0-9a-f]{40,64}$")
 WORK_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,47})-\d{17}-[a-f0-9]{32}$")
 SEGMENT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 _ENTROPY_RE = re.compile(r"^[a-f0-9]{32}$")
@@ -224,327 +257,458 @@ def render_direct_md(work_id: str, summary: str, decision: Mapping[str, Any],
     )
 
 
-# --- validation ----------------------------------------------------------------
+# --- the document's schema (§2.2, §2.3) -------------------------------------------------
+#
+# Every object GedPi keeps is a pydantic model below: its fields in the order
+# GedPi checks them, strict types (no coercion: "1" is not 1, true is no
+# integer), unknown keys refused. A model only checks: the document is never rebuilt
+# from it, so what is stored is exactly what came in. pydantic's messages are
+# not GedPi's, so each field carries GedPi's sentence as a Refusal and
+# _Shape._sentence turns the first failure into it: that one function is the
+# whole mapping. Patterns run on pydantic's Rust regex engine, which never
+# backtracks, so outside text is checked in linear time.
 
-STATE_KEYS = {
-    "schemaVersion", "revision", "workId", "summary", "repository", "createdAt", "updatedAt",
-    "currentSlice", "decision", "executionProfile", "approvals", "evidence",
-    "pendingMutations", "pendingCommits", "lifecycleTransitions", "contentBaseline", "lifecycle",
-}
-REQUIRED_STATE_KEYS = STATE_KEYS - {
-    "pendingMutations", "pendingCommits", "lifecycleTransitions", "contentBaseline",
-}
 IMMUTABLE_KEYS = (
     "workId", "schemaVersion", "createdAt", "summary", "contentBaseline", "lifecycle",
     "lifecycleTransitions", "repository",
 )
 CAS_KEYS = ("currentSlice", "decision", "executionProfile", "approvals")
-
-
-def _nonblank(value: Any) -> bool:
-    return isinstance(value, str) and value.strip() != ""
-
-
-def _strict_keys(value: Any, required: set[str], optional: set[str], what: str) -> dict:
-    if not isinstance(value, dict):
-        raise _invalid(f"{what} must be an object")
-    keys = set(value)
-    missing = required - keys
-    unknown = keys - required - optional
-    if missing:
-        raise _invalid(f"{what} is missing {', '.join(sorted(missing))}")
-    if unknown:
-        raise _invalid(f"{what} has unknown keys {', '.join(sorted(unknown))}")
-    return value
-
-
-def _unique_strings(value: Any, what: str, allow_empty: bool = True) -> None:
-    if not isinstance(value, list) or not all(_nonblank(v) for v in value):
-        raise _invalid(f"{what} must be a list of non-blank strings")
-    if len(set(value)) != len(value):
-        raise _invalid(f"{what} must not repeat entries")
-    if not allow_empty and not value:
-        raise _invalid(f"{what} must not be empty")
-
-
-def _is_safe_int(value: Any, minimum: int = 0) -> bool:
-    return (
-        isinstance(value, int) and not isinstance(value, bool)
-        and minimum <= value <= 2**53 - 1
-    )
-
-
-def _check_hex(value: Any, pattern: re.Pattern[str], what: str, nullable: bool = False) -> None:
-    if value is None and nullable:
-        return
-    if not isinstance(value, str) or not pattern.match(value):
-        raise _invalid(f"{what} must be {'null or ' if nullable else ''}lowercase hex")
-
-
-def validate_decision(decision: Any) -> None:
-    _strict_keys(decision, {"mode", "reasonCode", "reason", "requiresDecision"}, set(), "decision")
-    if decision["mode"] not in MODES:
-        raise _invalid("decision.mode is not a known mode")
-    if decision["reasonCode"] not in REASONS:
-        raise _invalid("decision.reasonCode is not a known reason code")
-    if REASONS[decision["reasonCode"]][0] != decision["mode"]:
-        raise _invalid("decision.mode does not match the mode its reasonCode implies")
-    if not _nonblank(decision["reason"]):
-        raise _invalid("decision.reason must not be blank")
-    if not isinstance(decision["requiresDecision"], bool):
-        raise _invalid("decision.requiresDecision must be a boolean")
-
-
-def _validate_snapshot(snapshot: Any, what: str) -> None:
-    # The snapshot's digests are recomputed by whoever captured the
-    # repository; a service without the checkout can check only the shape.
-    _strict_keys(
-        snapshot,
-        {"version", "repositoryRoot", "git", "head", "headTree", "indexTree", "stagedDigest",
-         "unstagedDigest", "untrackedDigest", "stagedPaths", "unstagedPaths", "untrackedPaths",
-         "paths", "digest"},
-        set(),
-        what,
-    )
-    if snapshot["version"] != 1:
-        raise _invalid(f"{what}.version must be 1")
-    if not isinstance(snapshot["git"], bool) or not _nonblank(snapshot["repositoryRoot"]):
-        raise _invalid(f"{what} has an invalid repositoryRoot or git flag")
-    for name in ("head", "headTree", "indexTree"):
-        _check_hex(snapshot[name], _HEX40_64, f"{what}.{name}", nullable=True)
-    for name in ("stagedDigest", "unstagedDigest", "untrackedDigest", "digest"):
-        _check_hex(snapshot[name], _HEX64, f"{what}.{name}")
-    for name in ("stagedPaths", "unstagedPaths", "untrackedPaths"):
-        _unique_strings(snapshot[name], f"{what}.{name}")
-    if not isinstance(snapshot["paths"], list):
-        raise _invalid(f"{what}.paths must be a list")
-    for entry in snapshot["paths"]:
-        _strict_keys(entry, {"path", "indexDigest", "worktreeDigest"}, set(), f"{what}.paths[]")
-        if not _nonblank(entry["path"]):
-            raise _invalid(f"{what}.paths[].path must not be blank")
-        _check_hex(entry["indexDigest"], _HEX64, f"{what}.paths[].indexDigest", nullable=True)
-        _check_hex(entry["worktreeDigest"], _HEX64, f"{what}.paths[].worktreeDigest",
-                   nullable=True)
-
-
-def _validate_binding(binding: Any) -> None:
-    if not isinstance(binding, dict) or "type" not in binding:
-        raise _invalid("evidence binding must be an object with a type")
-    kind = binding["type"]
-    if kind == "plan-content":
-        _strict_keys(binding, {"type", "digest", "paths"}, set(), "plan-content binding")
-        _check_hex(binding["digest"], _HEX64, "plan-content digest")
-        _unique_strings(binding["paths"], "plan-content paths")
-    elif kind == "mutation-content":
-        _strict_keys(binding, {"type", "beforeDigest", "afterDigest", "changedPaths"}, set(),
-                     "mutation-content binding")
-        _check_hex(binding["beforeDigest"], _HEX64, "mutation-content beforeDigest")
-        _check_hex(binding["afterDigest"], _HEX64, "mutation-content afterDigest")
-        if binding["beforeDigest"] == binding["afterDigest"]:
-            raise _invalid("mutation-content digests must differ")
-        _unique_strings(binding["changedPaths"], "mutation-content changedPaths")
-    elif kind == "verification-content":
-        _strict_keys(
-            binding,
-            {"type", "snapshot", "scopePaths", "commands", "environment", "residualRisks"},
-            {"review"},
-            "verification-content binding",
-        )
-        _validate_snapshot(binding["snapshot"], "verification snapshot")
-        _unique_strings(binding["scopePaths"], "verification scopePaths")
-        commands = binding["commands"]
-        if not isinstance(commands, list) or not commands:
-            raise _invalid("verification commands must be a non-empty list")
-        for command in commands:
-            _strict_keys(command, {"command", "args", "exitCode", "stdout", "stderr", "durationMs"},
-                         set(), "verification command")
-            if not _nonblank(command["command"]):
-                raise _invalid("verification command must not be blank")
-            if not isinstance(command["args"], list) or not all(
-                isinstance(a, str) for a in command["args"]
-            ):
-                raise _invalid("verification command args must be strings")
-            if not _is_safe_int(command["exitCode"], minimum=-(2**53 - 1)):
-                raise _invalid("verification exitCode must be a safe integer")
-            if not isinstance(command["stdout"], str) or not isinstance(command["stderr"], str):
-                raise _invalid("verification stdout and stderr must be strings")
-            duration = command["durationMs"]
-            if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not (
-                0 <= duration < float("inf")
-            ):
-                raise _invalid("verification durationMs must be a finite number >= 0")
-        environment = _strict_keys(binding["environment"], {"node", "platform", "arch"}, set(),
-                                   "verification environment")
-        if not all(_nonblank(v) for v in environment.values()):
-            raise _invalid("verification environment values must not be blank")
-        if "review" in binding:
-            review = _strict_keys(binding["review"], {"outcome", "findings"}, set(), "review")
-            if review["outcome"] not in ("clean", "findings"):
-                raise _invalid("review outcome must be clean or findings")
-            _unique_strings(review["findings"], "review findings")
-        risks = binding["residualRisks"]
-        if not isinstance(risks, list) or not all(isinstance(r, str) for r in risks) or len(
-            set(risks)
-        ) != len(risks):
-            raise _invalid("residualRisks must be a list of unique strings")
-    elif kind == "commit-milestone":
-        _strict_keys(
-            binding,
-            {"type", "beforeHead", "afterHead", "committedTree", "verifiedSnapshotDigest"},
-            set(),
-            "commit-milestone binding",
-        )
-        _check_hex(binding["beforeHead"], _HEX40_64, "commit-milestone beforeHead", nullable=True)
-        _check_hex(binding["afterHead"], _HEX40_64, "commit-milestone afterHead")
-        if binding["afterHead"] == binding["beforeHead"]:
-            raise _invalid("commit-milestone afterHead must differ from beforeHead")
-        _check_hex(binding["committedTree"], _HEX40_64, "commit-milestone committedTree")
-        _check_hex(binding["verifiedSnapshotDigest"], _HEX64,
-                   "commit-milestone verifiedSnapshotDigest")
-    else:
-        raise _invalid(f"unknown evidence binding type {kind!r}")
-
-
-def validate_evidence(record: Any) -> None:
-    _strict_keys(record, {"id", "kind", "source", "recordedAt", "summary", "outcome"},
-                 {"producerId", "binding"}, "evidence record")
-    if not _nonblank(record["id"]):
-        raise _invalid("evidence id must not be blank")
-    if record["kind"] not in EVIDENCE_KINDS:
-        raise _invalid("evidence kind is not known")
-    if record["source"] not in EVIDENCE_SOURCES:
-        raise _invalid("evidence source must be human, runtime or agent")
-    if "producerId" in record and not _nonblank(record["producerId"]):
-        raise _invalid("evidence producerId must not be blank when present")
-    if not is_canonical_time(record["recordedAt"]):
-        raise _invalid("evidence recordedAt must be a canonical UTC time")
-    if not _nonblank(record["summary"]):
-        raise _invalid("evidence summary must not be blank")
-    if record["outcome"] not in EVIDENCE_OUTCOMES:
-        raise _invalid("evidence outcome must be observed, satisfied or failed")
-    if "binding" in record:
-        _validate_binding(record["binding"])
-    if record["kind"] == "milestone" and (
-        record["outcome"] != "observed"
-        or record.get("binding", {}).get("type") != "commit-milestone"
-    ):
-        raise _invalid("a milestone needs outcome observed and a commit-milestone binding")
-
-
-def validate_pending_mutation(item: Any) -> None:
-    _strict_keys(item, {"id", "requestId", "toolCallId", "target", "startedAt"}, set(),
-                 "pending mutation")
-    if not all(_nonblank(item[k]) for k in ("id", "requestId", "toolCallId", "target")):
-        raise _invalid("pending mutation fields must not be blank")
-    if not is_canonical_time(item["startedAt"]):
-        raise _invalid("pending mutation startedAt must be a canonical UTC time")
-
-
-def validate_pending_commit(item: Any) -> None:
-    _strict_keys(
-        item,
-        {"id", "requestId", "toolCallId", "beforeHead", "expectedTree", "unstagedDigest",
-         "untrackedDigest", "verifiedSnapshotDigest", "startedAt"},
-        set(),
-        "pending commit",
-    )
-    if not all(_nonblank(item[k]) for k in ("id", "requestId", "toolCallId")):
-        raise _invalid("pending commit ids must not be blank")
-    _check_hex(item["beforeHead"], _HEX40_64, "pending commit beforeHead", nullable=True)
-    _check_hex(item["expectedTree"], _HEX40_64, "pending commit expectedTree")
-    for name in ("unstagedDigest", "untrackedDigest", "verifiedSnapshotDigest"):
-        _check_hex(item[name], _HEX64, f"pending commit {name}")
-    if not is_canonical_time(item["startedAt"]):
-        raise _invalid("pending commit startedAt must be a canonical UTC time")
-
-
-def _validate_approval(item: Any) -> None:
-    _strict_keys(item, {"id", "kind", "status", "recordedAt", "summary"}, set(), "approval")
-    if not _nonblank(item["id"]) or not _nonblank(item["summary"]):
-        raise _invalid("approval id and summary must not be blank")
-    if item["kind"] not in APPROVAL_KINDS or item["status"] not in APPROVAL_STATUSES:
-        raise _invalid("approval kind or status is not known")
-    if not is_canonical_time(item["recordedAt"]):
-        raise _invalid("approval recordedAt must be a canonical UTC time")
-
-
-def _validate_transition(item: Any) -> None:
-    _strict_keys(item, {"id", "from", "to", "reason", "recordedAt"}, set(), "lifecycle transition")
-    if item["from"] not in LIFECYCLES or item["to"] not in LIFECYCLES:
-        raise _invalid("lifecycle transition names an unknown lifecycle")
-    if not _nonblank(item["id"]) or not _nonblank(item["reason"]):
-        raise _invalid("lifecycle transition id and reason must not be blank")
-    if not is_canonical_time(item["recordedAt"]):
-        raise _invalid("lifecycle transition recordedAt must be a canonical UTC time")
-
-
-def _unique_ids(items: Sequence[Mapping[str, Any]], what: str) -> None:
-    ids = [item["id"] for item in items]
-    if len(set(ids)) != len(ids):
-        raise _invalid(f"{what} ids must be unique")
-
-
+MAX_SAFE_INTEGER = 2**53 - 1
 ALLOWED_TRANSITIONS = {
     "active": ("paused", "completed", "abandoned", "superseded"),
     "paused": ("active", "completed", "abandoned", "superseded"),
 }
 
+# The error type of a failure already put in GedPi's words (by a nested
+# object or a rule across fields); every other type is pydantic's own.
+GEDPI_REFUSAL = "gedpi_refusal"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """GedPi's sentence when a field fails; ``by_error`` where the sentence depends on why.
+
+    ``{what}`` in a sentence is the object's name, ``{tag}`` the unknown
+    binding type.
+    """
+
+    sentence: str
+    by_error: Mapping[str, str] = field(default_factory=dict)
+
+    def for_error(self, error_type: str) -> str:
+        return self.by_error.get(error_type, self.sentence)
+
+
+def _refusal(sentence: str) -> PydanticCustomError:
+    # The sentence travels in the context: a template would read braces in it.
+    return PydanticCustomError(GEDPI_REFUSAL, "{sentence}", {"sentence": sentence})
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("blank")
+    return value
+
+
+def _no_repeats(values: list[Any]) -> list[Any]:
+    if len(set(values)) != len(values):
+        raise PydanticCustomError("not_unique", "entries repeat")
+    return values
+
+
+def _unique_ids(items: list[Any]) -> list[Any]:
+    if len({item.id for item in items}) != len(items):
+        raise PydanticCustomError("not_unique", "ids repeat")
+    return items
+
+
+def _canonical_time(value: str) -> str:
+    if not is_canonical_time(value):
+        raise ValueError("not a canonical time")
+    return value
+
+
+def _generated_work_id(value: str) -> str:
+    if not is_work_id(value):
+        raise ValueError("not a work id")
+    return value
+
+
+def _not_a_boolean(value: Any) -> Any:
+    # Literal[1] takes true as 1, as Python does; GedPi's schemaVersion does not.
+    if isinstance(value, bool):
+        raise ValueError("a boolean")
+    return value
+
+
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
+CanonicalTime = Annotated[str, AfterValidator(_canonical_time)]
+# Python's `$` let one trailing newline through before this schema existed,
+# and stored documents may hold one, so `\n?` keeps taking it.
+Hex64 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}\n?$")]
+GitObjectId = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40,64}\n?$")]
+UniqueNonBlankStrings = Annotated[list[NonBlank], AfterValidator(_no_repeats)]
+SafeInteger = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
+# An integer of any size, or a finite float: what `0 <= value < inf` took.
+Duration = Annotated[int, Field(ge=0)] | Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def _unique_strings(what: str) -> Refusal:
+    return Refusal(f"{what} must be a list of non-blank strings",
+                   {"not_unique": f"{what} must not repeat entries"})
+
+
+def _records_with_ids(name: str) -> Refusal:
+    return Refusal(f"{name} must be a list", {"not_unique": f"{name} ids must be unique"})
+
+
+class _Shape(BaseModel):
+    """A GedPi object: strict, closed, and refused in GedPi's words."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    what: ClassVar[str]
+    refusals: ClassVar[dict[str, Refusal]]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.refusals = {}
+        for name, info in cls.model_fields.items():
+            key = info.alias or name
+            found = [item for item in info.metadata if isinstance(item, Refusal)]
+            if found:
+                cls.refusals[key] = found[-1]
+            elif not (isinstance(info.annotation, type) and issubclass(info.annotation, _Shape)):
+                # A nested object words its own failures; any other field needs a sentence.
+                raise TypeError(f"{cls.__name__}.{key} has no Refusal")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _in_gedpis_words(cls, value: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            raise _refusal(cls._sentence(exc.errors())) from None
+
+    @classmethod
+    def _sentence(cls, errors: list[ErrorDetails]) -> str:
+        """GedPi checks an object's keys before its values, and its values in field order."""
+        own = [error for error in errors if len(error["loc"]) == 1]
+        missing = sorted(str(error["loc"][0]) for error in own if error["type"] == "missing")
+        if missing:
+            return f"{cls.what} is missing {', '.join(missing)}"
+        unknown = sorted(str(error["loc"][0]) for error in own
+                         if error["type"] in ("extra_forbidden", "invalid_key"))
+        if unknown:
+            return f"{cls.what} has unknown keys {', '.join(unknown)}"
+        first = errors[0]
+        if first["type"] == GEDPI_REFUSAL:
+            return str(first.get("ctx", {})["sentence"])
+        if not first["loc"]:
+            return f"{cls.what} must be an object"
+        context = {"what": cls.what}
+        if first["type"] == "union_tag_invalid":
+            context["tag"] = repr(first["input"]["type"])
+        return cls.refusals[str(first["loc"][0])].for_error(first["type"]).format(**context)
+
+
+# Optional keys are omittable, never null: a field's default is not validated,
+# while an explicit null is, and is refused.
+
+
+class _Decision(_Shape):
+    what = "decision"
+    mode: Annotated[Mode, Refusal("decision.mode is not a known mode")]
+    reasonCode: Annotated[ReasonCode, Refusal("decision.reasonCode is not a known reason code")]
+    reason: Annotated[NonBlank, Refusal("decision.reason must not be blank")]
+    requiresDecision: Annotated[bool, Refusal("decision.requiresDecision must be a boolean")]
+
+    @model_validator(mode="after")
+    def _mode_is_the_one_its_reason_implies(self) -> Self:
+        if REASONS[self.reasonCode][0] != self.mode:
+            raise _refusal("decision.mode does not match the mode its reasonCode implies")
+        return self
+
+
+class _SnapshotPath(_Shape):
+    path: Annotated[NonBlank, Refusal("{what}.path must not be blank")]
+    indexDigest: Annotated[Hex64 | None, Refusal("{what}.indexDigest must be null or lowercase hex")]
+    worktreeDigest: Annotated[Hex64 | None,
+                              Refusal("{what}.worktreeDigest must be null or lowercase hex")]
+
+
+class _Snapshot(_Shape):
+    """A repository snapshot; only its shape, since its digests need the checkout itself."""
+
+    # Literal[1] takes true and 1.0, as the `!= 1` check before the schema did.
+    version: Annotated[Literal[1], Refusal("{what}.version must be 1")]
+    repositoryRoot: Annotated[NonBlank, Refusal("{what} has an invalid repositoryRoot or git flag")]
+    git: Annotated[bool, Refusal("{what} has an invalid repositoryRoot or git flag")]
+    head: Annotated[GitObjectId | None, Refusal("{what}.head must be null or lowercase hex")]
+    headTree: Annotated[GitObjectId | None, Refusal("{what}.headTree must be null or lowercase hex")]
+    indexTree: Annotated[GitObjectId | None,
+                         Refusal("{what}.indexTree must be null or lowercase hex")]
+    stagedDigest: Annotated[Hex64, Refusal("{what}.stagedDigest must be lowercase hex")]
+    unstagedDigest: Annotated[Hex64, Refusal("{what}.unstagedDigest must be lowercase hex")]
+    untrackedDigest: Annotated[Hex64, Refusal("{what}.untrackedDigest must be lowercase hex")]
+    digest: Annotated[Hex64, Refusal("{what}.digest must be lowercase hex")]
+    stagedPaths: Annotated[UniqueNonBlankStrings, _unique_strings("{what}.stagedPaths")]
+    unstagedPaths: Annotated[UniqueNonBlankStrings, _unique_strings("{what}.unstagedPaths")]
+    untrackedPaths: Annotated[UniqueNonBlankStrings, _unique_strings("{what}.untrackedPaths")]
+    paths: Annotated[list[_SnapshotPath], Refusal("{what}.paths must be a list")]
+
+
+# The same snapshot under two names, so that GedPi's sentences say which one failed.
+
+
+class _VerificationSnapshotPath(_SnapshotPath):
+    what = "verification snapshot.paths[]"
+
+
+class _VerificationSnapshot(_Snapshot):
+    what = "verification snapshot"
+    paths: Annotated[list[_VerificationSnapshotPath], Refusal("{what}.paths must be a list")]
+
+
+class _ContentBaselinePath(_SnapshotPath):
+    what = "contentBaseline.paths[]"
+
+
+class _ContentBaseline(_Snapshot):
+    what = "contentBaseline"
+    paths: Annotated[list[_ContentBaselinePath], Refusal("{what}.paths must be a list")]
+
+
+class _PlanContent(_Shape):
+    what = "plan-content binding"
+    type: Annotated[Literal["plan-content"], Refusal("unknown evidence binding type")]
+    digest: Annotated[Hex64, Refusal("plan-content digest must be lowercase hex")]
+    paths: Annotated[UniqueNonBlankStrings, _unique_strings("plan-content paths")]
+
+
+class _MutationContent(_Shape):
+    what = "mutation-content binding"
+    type: Annotated[Literal["mutation-content"], Refusal("unknown evidence binding type")]
+    beforeDigest: Annotated[Hex64, Refusal("mutation-content beforeDigest must be lowercase hex")]
+    afterDigest: Annotated[Hex64, Refusal("mutation-content afterDigest must be lowercase hex")]
+    changedPaths: Annotated[UniqueNonBlankStrings, _unique_strings("mutation-content changedPaths")]
+
+    @model_validator(mode="after")
+    def _digests_differ(self) -> Self:
+        if self.beforeDigest == self.afterDigest:
+            raise _refusal("mutation-content digests must differ")
+        return self
+
+
+class _Command(_Shape):
+    what = "verification command"
+    command: Annotated[NonBlank, Refusal("verification command must not be blank")]
+    args: Annotated[list[str], Refusal("verification command args must be strings")]
+    exitCode: Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER),
+                        Refusal("verification exitCode must be a safe integer")]
+    stdout: Annotated[str, Refusal("verification stdout and stderr must be strings")]
+    stderr: Annotated[str, Refusal("verification stdout and stderr must be strings")]
+    durationMs: Annotated[Duration, Refusal("verification durationMs must be a finite number >= 0")]
+
+
+class _Environment(_Shape):
+    what = "verification environment"
+    node: Annotated[NonBlank, Refusal("verification environment values must not be blank")]
+    platform: Annotated[NonBlank, Refusal("verification environment values must not be blank")]
+    arch: Annotated[NonBlank, Refusal("verification environment values must not be blank")]
+
+
+class _Review(_Shape):
+    what = "review"
+    outcome: Annotated[Literal["clean", "findings"], Refusal("review outcome must be clean or findings")]
+    findings: Annotated[UniqueNonBlankStrings, _unique_strings("review findings")]
+
+
+class _VerificationContent(_Shape):
+    what = "verification-content binding"
+    type: Annotated[Literal["verification-content"], Refusal("unknown evidence binding type")]
+    snapshot: _VerificationSnapshot
+    scopePaths: Annotated[UniqueNonBlankStrings, _unique_strings("verification scopePaths")]
+    commands: Annotated[list[_Command], Field(min_length=1),
+                        Refusal("verification commands must be a non-empty list")]
+    environment: _Environment
+    review: _Review = Field(default=None)
+    residualRisks: Annotated[list[str], AfterValidator(_no_repeats),
+                             Refusal("residualRisks must be a list of unique strings")]
+
+
+class _CommitMilestone(_Shape):
+    what = "commit-milestone binding"
+    type: Annotated[Literal["commit-milestone"], Refusal("unknown evidence binding type")]
+    beforeHead: Annotated[GitObjectId | None,
+                          Refusal("commit-milestone beforeHead must be null or lowercase hex")]
+    afterHead: Annotated[GitObjectId, Refusal("commit-milestone afterHead must be lowercase hex")]
+    committedTree: Annotated[GitObjectId,
+                             Refusal("commit-milestone committedTree must be lowercase hex")]
+    verifiedSnapshotDigest: Annotated[
+        Hex64, Refusal("commit-milestone verifiedSnapshotDigest must be lowercase hex")]
+
+    @model_validator(mode="after")
+    def _head_moves(self) -> Self:
+        if self.afterHead == self.beforeHead:
+            raise _refusal("commit-milestone afterHead must differ from beforeHead")
+        return self
+
+
+Binding = Annotated[_PlanContent | _MutationContent | _VerificationContent | _CommitMilestone,
+                    Field(discriminator="type")]
+
+
+class _Evidence(_Shape):
+    what = "evidence record"
+    id: Annotated[NonBlank, Refusal("evidence id must not be blank")]
+    kind: Annotated[EvidenceKind, Refusal("evidence kind is not known")]
+    source: Annotated[EvidenceSource, Refusal("evidence source must be human, runtime or agent")]
+    producerId: Annotated[NonBlank, Refusal("evidence producerId must not be blank when present")
+                          ] = Field(default=None)
+    recordedAt: Annotated[CanonicalTime,
+                          Refusal("evidence recordedAt must be a canonical UTC time")]
+    summary: Annotated[NonBlank, Refusal("evidence summary must not be blank")]
+    outcome: Annotated[EvidenceOutcome,
+                       Refusal("evidence outcome must be observed, satisfied or failed")]
+    binding: Annotated[Binding, Refusal(
+        "evidence binding must be an object with a type",
+        {"union_tag_invalid": "unknown evidence binding type {tag}"},
+    )] = Field(default=None)
+
+    @model_validator(mode="after")
+    def _a_milestone_proves_a_commit(self) -> Self:
+        if self.kind == "milestone" and (
+            self.outcome != "observed" or not isinstance(self.binding, _CommitMilestone)
+        ):
+            raise _refusal("a milestone needs outcome observed and a commit-milestone binding")
+        return self
+
+
+class _PendingMutation(_Shape):
+    what = "pending mutation"
+    id: Annotated[NonBlank, Refusal("pending mutation fields must not be blank")]
+    requestId: Annotated[NonBlank, Refusal("pending mutation fields must not be blank")]
+    toolCallId: Annotated[NonBlank, Refusal("pending mutation fields must not be blank")]
+    target: Annotated[NonBlank, Refusal("pending mutation fields must not be blank")]
+    startedAt: Annotated[CanonicalTime,
+                         Refusal("pending mutation startedAt must be a canonical UTC time")]
+
+
+class _PendingCommit(_Shape):
+    what = "pending commit"
+    id: Annotated[NonBlank, Refusal("pending commit ids must not be blank")]
+    requestId: Annotated[NonBlank, Refusal("pending commit ids must not be blank")]
+    toolCallId: Annotated[NonBlank, Refusal("pending commit ids must not be blank")]
+    beforeHead: Annotated[GitObjectId | None,
+                          Refusal("pending commit beforeHead must be null or lowercase hex")]
+    expectedTree: Annotated[GitObjectId, Refusal("pending commit expectedTree must be lowercase hex")]
+    unstagedDigest: Annotated[Hex64, Refusal("pending commit unstagedDigest must be lowercase hex")]
+    untrackedDigest: Annotated[Hex64,
+                               Refusal("pending commit untrackedDigest must be lowercase hex")]
+    verifiedSnapshotDigest: Annotated[
+        Hex64, Refusal("pending commit verifiedSnapshotDigest must be lowercase hex")]
+    startedAt: Annotated[CanonicalTime,
+                         Refusal("pending commit startedAt must be a canonical UTC time")]
+
+
+class _Approval(_Shape):
+    what = "approval"
+    id: Annotated[NonBlank, Refusal("approval id and summary must not be blank")]
+    summary: Annotated[NonBlank, Refusal("approval id and summary must not be blank")]
+    kind: Annotated[ApprovalKind, Refusal("approval kind or status is not known")]
+    status: Annotated[ApprovalStatus, Refusal("approval kind or status is not known")]
+    recordedAt: Annotated[CanonicalTime, Refusal("approval recordedAt must be a canonical UTC time")]
+
+
+class _Transition(_Shape):
+    what = "lifecycle transition"
+    from_: Annotated[Lifecycle, Field(alias="from"),
+                     Refusal("lifecycle transition names an unknown lifecycle")]
+    to: Annotated[Lifecycle, Refusal("lifecycle transition names an unknown lifecycle")]
+    id: Annotated[NonBlank, Refusal("lifecycle transition id and reason must not be blank")]
+    reason: Annotated[NonBlank, Refusal("lifecycle transition id and reason must not be blank")]
+    recordedAt: Annotated[CanonicalTime,
+                          Refusal("lifecycle transition recordedAt must be a canonical UTC time")]
+
+
+class _Repository(_Shape):
+    what = "repository"
+    repositoryId: Annotated[Hex64, Refusal("repositoryId must be lowercase hex")]
+    worktreeId: Annotated[Hex64, Refusal("worktreeId must be lowercase hex")]
+    branch: Annotated[str | None, Refusal("repository.branch must be a string or null")]
+    baseHead: Annotated[str | None, Refusal("repository.baseHead must be a string or null")]
+
+
+class _State(_Shape):
+    what = "governance state"
+    schemaVersion: Annotated[Literal[1], BeforeValidator(_not_a_boolean),
+                             Refusal("governance schemaVersion must be 1")]
+    revision: Annotated[SafeInteger, Refusal("governance revision must be a safe integer >= 0")]
+    workId: Annotated[str, AfterValidator(_generated_work_id),
+                      Refusal("governance workId is not a generated work id")]
+    summary: Annotated[NonBlank, Refusal("governance summary must not be blank")]
+    repository: _Repository
+    createdAt: Annotated[CanonicalTime, Refusal("governance createdAt must be a canonical UTC time")]
+    updatedAt: Annotated[CanonicalTime, Refusal("governance updatedAt must be a canonical UTC time")]
+    currentSlice: Annotated[NonBlank | None,
+                            Refusal("currentSlice must be null or a non-blank string")]
+    decision: _Decision
+    executionProfile: Annotated[ExecutionProfile, Refusal("executionProfile is not known")]
+    lifecycle: Annotated[Lifecycle, Refusal("lifecycle is not known")]
+    approvals: Annotated[list[_Approval], AfterValidator(_unique_ids), _records_with_ids("approvals")]
+    evidence: Annotated[list[_Evidence], AfterValidator(_unique_ids), _records_with_ids("evidence")]
+    pendingMutations: Annotated[list[_PendingMutation], AfterValidator(_unique_ids),
+                                _records_with_ids("pendingMutations")] = Field(default=[])
+    pendingCommits: Annotated[list[_PendingCommit], AfterValidator(_unique_ids),
+                              _records_with_ids("pendingCommits")] = Field(default=[])
+    lifecycleTransitions: Annotated[list[_Transition], AfterValidator(_unique_ids),
+                                    _records_with_ids("lifecycleTransitions")] = Field(default=[])
+    contentBaseline: _ContentBaseline = Field(default=None)
+
+    @model_validator(mode="after")
+    def _transitions_chain_to_the_lifecycle(self) -> Self:
+        previous = None
+        for step in self.lifecycleTransitions:
+            if previous is not None and step.from_ != previous:
+                raise _refusal("lifecycle transitions must form a contiguous chain")
+            if step.to not in ALLOWED_TRANSITIONS.get(step.from_, ()):
+                raise _refusal("lifecycle transition is not an allowed move")
+            previous = step.to
+        if previous is not None and previous != self.lifecycle:
+            raise _refusal("the last lifecycle transition must end at the current lifecycle")
+        return self
+
+
+def _conform(shape: type[_Shape], document: Any) -> None:
+    try:
+        shape.model_validate(document)
+    except ValidationError as exc:
+        raise _invalid(str(exc.errors()[0].get("ctx", {})["sentence"])) from None
+
+
+def validate_decision(decision: Any) -> None:
+    _conform(_Decision, decision)
+
+
+def validate_evidence(record: Any) -> None:
+    _conform(_Evidence, record)
+
+
+def validate_pending_mutation(item: Any) -> None:
+    _conform(_PendingMutation, item)
+
+
+def validate_pending_commit(item: Any) -> None:
+    _conform(_PendingCommit, item)
+
 
 def validate_state(state: Any, work_id: str | None = None) -> None:
     """GedPi's strict reader: every rule, every read and before every write."""
-    _strict_keys(state, REQUIRED_STATE_KEYS, STATE_KEYS - REQUIRED_STATE_KEYS, "governance state")
-    if state["schemaVersion"] != SCHEMA_VERSION or isinstance(state["schemaVersion"], bool):
-        raise _invalid("governance schemaVersion must be 1")
-    if not _is_safe_int(state["revision"]):
-        raise _invalid("governance revision must be a safe integer >= 0")
-    if not is_work_id(state["workId"]):
-        raise _invalid("governance workId is not a generated work id")
+    _conform(_State, state)
     if work_id is not None and state["workId"] != work_id:
         raise _invalid("governance workId does not match the requested work item")
-    if not _nonblank(state["summary"]):
-        raise _invalid("governance summary must not be blank")
-    repository = _strict_keys(state["repository"],
-                              {"repositoryId", "worktreeId", "branch", "baseHead"}, set(),
-                              "repository")
-    _check_hex(repository["repositoryId"], _HEX64, "repositoryId")
-    _check_hex(repository["worktreeId"], _HEX64, "worktreeId")
-    for name in ("branch", "baseHead"):
-        if repository[name] is not None and not isinstance(repository[name], str):
-            raise _invalid(f"repository.{name} must be a string or null")
-    for name in ("createdAt", "updatedAt"):
-        if not is_canonical_time(state[name]):
-            raise _invalid(f"governance {name} must be a canonical UTC time")
-    if state["currentSlice"] is not None and not _nonblank(state["currentSlice"]):
-        raise _invalid("currentSlice must be null or a non-blank string")
-    validate_decision(state["decision"])
-    if state["executionProfile"] not in EXECUTION_PROFILES:
-        raise _invalid("executionProfile is not known")
-    if state["lifecycle"] not in LIFECYCLES:
-        raise _invalid("lifecycle is not known")
-    for name, check in (
-        ("approvals", _validate_approval),
-        ("evidence", validate_evidence),
-        ("pendingMutations", validate_pending_mutation),
-        ("pendingCommits", validate_pending_commit),
-        ("lifecycleTransitions", _validate_transition),
-    ):
-        items = state.get(name, [])
-        if not isinstance(items, list):
-            raise _invalid(f"{name} must be a list")
-        for item in items:
-            check(item)
-        _unique_ids(items, name)
-    if "contentBaseline" in state:
-        _validate_snapshot(state["contentBaseline"], "contentBaseline")
-    previous = None
-    for transition in state.get("lifecycleTransitions", []):
-        if previous is not None and transition["from"] != previous:
-            raise _invalid("lifecycle transitions must form a contiguous chain")
-        if transition["to"] not in ALLOWED_TRANSITIONS.get(transition["from"], ()):
-            raise _invalid("lifecycle transition is not an allowed move")
-        previous = transition["to"]
-    if previous is not None and previous != state["lifecycle"]:
-        raise _invalid("the last lifecycle transition must end at the current lifecycle")
 
 
 # --- initial document ------------------------------------------------------------

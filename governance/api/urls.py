@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from gedweb import converters  # noqa: F401  (registers the path converters)
-from governance.api import context, ledger, skills, standards, views
+from governance.api import context, handoffs, ledger, skills, standards, views
 
 app_name = "governance-api"
 
@@ -52,6 +52,10 @@ urlpatterns = [
          name="standards-import-accept"),
     path(f"{STANDARDS}/imports/<number:import_id>/reject", standards.StandardsRejectView.as_view(),
          name="standards-import-reject"),
+    # gedweb/urls.py includes these routes before memory's, so this one
+    # serves a handoff's reads and writes (governance.handoffs).
+    path("projects/<project:project_id>/documents/handoff/<work:work_id>.md",
+         handoffs.HandoffView.as_view(), name="handoff"),
     path("projects/<project:project_id>/ledger/verify", ledger.LedgerVerifyView.as_view(),
          name="ledger-verify"),
     path(SKILLS, skills.SkillListView.as_view(), name="skill-list"),

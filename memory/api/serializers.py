@@ -15,11 +15,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gedweb.api.serializers import (
+    DocumentRevisionSummarySerializer,
     OutputSerializer,
     StrictCharField,
     StrictSerializer,
+    TimestampField,
 )
-from memory.models import MemoryEntry, format_timestamp
+from memory.models import MemoryEntry
 from memory.validators import (
     validate_category,
     validate_content,
@@ -48,13 +50,6 @@ class EntryReferenceField(serializers.Field):
 
     def to_representation(self, value: Any) -> Any:
         return value
-
-
-class TimestampField(serializers.CharField):
-    """A moment in the one wire form: UTC, six fractional digits, +00:00."""
-
-    def to_representation(self, value: Any) -> str:
-        return format_timestamp(value)
 
 
 class BlankAsNullField(serializers.CharField):
@@ -264,19 +259,6 @@ class DocumentPutSerializer(StrictSerializer):
     reason = StrictCharField(
         required=False, allow_null=True, default=None, help_text="why, at most 1,000 characters"
     )
-
-
-class DocumentRevisionSummarySerializer(OutputSerializer):
-    path = serializers.CharField()
-    revision = serializers.IntegerField()
-    sha256 = serializers.CharField(help_text="SHA-256 of the content's UTF-8 bytes")
-    author = serializers.CharField()
-    created_at = TimestampField(help_text="UTC, six fractional digits, +00:00")
-    reason = serializers.CharField(allow_null=True)
-
-
-class DocumentSerializer(DocumentRevisionSummarySerializer):
-    content = serializers.CharField()
 
 
 class DocumentRevisionListSerializer(serializers.Serializer):

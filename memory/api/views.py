@@ -13,6 +13,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.serializers import DocumentRevisionSummarySerializer, DocumentSerializer
 from gedweb.api.views import (
     READ_ERRORS,
     WRITE_ERRORS,
@@ -309,7 +310,7 @@ class DocumentDetailView(ProjectAPIView):
     @extend_schema(
         operation_id="documents_get",
         parameters=[DOCUMENT_PATH, s.DocumentGetQuerySerializer],
-        responses={200: s.DocumentSerializer, **errors(*READ_ERRORS)},
+        responses={200: DocumentSerializer, **errors(*READ_ERRORS)},
         summary="A document's current revision, or `?revision=n`",
     )
     def get(self, request: Request, project_id: str, path: str) -> Response:
@@ -321,16 +322,16 @@ class DocumentDetailView(ProjectAPIView):
             document = documents.document_current(self.project, path)
         if document is None:
             raise Http404
-        return Response(s.DocumentSerializer.render(document))
+        return Response(DocumentSerializer.render(document))
 
     @extend_schema(
         operation_id="documents_put",
         parameters=[DOCUMENT_PATH],
         request=s.DocumentPutSerializer,
         responses={
-            201: OpenApiResponse(s.DocumentSerializer, description="a new document, revision 1"),
+            201: OpenApiResponse(DocumentSerializer, description="a new document, revision 1"),
             200: OpenApiResponse(
-                s.DocumentSerializer,
+                DocumentSerializer,
                 description="the next revision, or the current one when the content is unchanged",
             ),
             **errors(400, 401, 404, 409, 413, 415),
@@ -357,7 +358,7 @@ class DocumentDetailView(ProjectAPIView):
             expected_revision=data["expected_revision"],
             reason=data["reason"],
         )
-        return Response(s.DocumentSerializer.render(result.document),
+        return Response(DocumentSerializer.render(result.document),
                         status=201 if result.created else 200)
 
 
@@ -376,7 +377,7 @@ class DocumentRevisionListView(ProjectAPIView):
         if not rows:
             raise Http404
         return Response(
-            {"path": path, "items": s.DocumentRevisionSummarySerializer.render_many(rows)}
+            {"path": path, "items": DocumentRevisionSummarySerializer.render_many(rows)}
         )
 
 

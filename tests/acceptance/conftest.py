@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
 from tests.security.live_server import (
     REPO,
     ServerDown,

@@ -21,7 +21,8 @@ from governance import services as gov
 from governance.models import ContextDelivery, StandardsImport, WorkItem
 from memory import documents, services
 from memory.models import ChainCheckpoint, Membership, MemoryCandidate
-from tests.conftest import ProjectWithToken
+from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
+from tests.django_fixtures import ProjectWithToken
 from tests.governance.support import PLANNED, add_evidence, open_work
 
 # Every view permission of the two apps: what a read-only operator holds.

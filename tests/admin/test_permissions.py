@@ -24,7 +24,7 @@ from tests.admin.conftest import (
     messages_of,
     standards_import,
 )
-from tests.conftest import bearer_client
+from tests.django_fixtures import bearer_client
 
 CANDIDATES = "/admin/memory/memorycandidate/"
 TOKENS = "/admin/memory/projecttoken/"

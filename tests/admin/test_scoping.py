@@ -15,7 +15,7 @@ from gedweb.admin import ProjectScopedAdmin
 from governance.models import StandardsDecision
 from memory.models import Membership, MemoryCandidate, MemoryEntry, Project, ProjectToken
 from tests.admin.conftest import OPERATOR, messages_of, populate
-from tests.conftest import bearer_client
+from tests.django_fixtures import bearer_client
 
 
 @pytest.fixture

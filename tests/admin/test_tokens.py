@@ -10,7 +10,7 @@ from django.contrib import admin
 from memory.admin import TOKEN_CREATED_TEMPLATE
 from memory.models import Project, ProjectToken
 from tests.admin.conftest import OPERATOR, messages_of, populate
-from tests.conftest import bearer_client
+from tests.django_fixtures import bearer_client
 
 TOKEN_INLINE = {"tokens-TOTAL_FORMS": "0", "tokens-INITIAL_FORMS": "0"}
 TOKEN = re.compile(r"gwp_[A-Za-z0-9_-]{43}")

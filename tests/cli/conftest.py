@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
 from tests.security.live_server import ServerDown, http_request
 
 REPO = Path(__file__).resolve().parents[2]

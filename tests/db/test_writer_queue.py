@@ -19,7 +19,7 @@ from django.db import OperationalError, connection, connections, transaction
 from gedweb.db.sqlite3.base import WriterLock, writer_lock_for
 from memory import services
 from memory.models import MemoryEntry
-from tests.conftest import run_in_threads
+from tests.django_fixtures import run_in_threads
 
 sqlite_only = pytest.mark.skipif(
     connection.vendor != "sqlite", reason="the writer queue belongs to the SQLite backend"

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from governance.models import WorkItem
+from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
 from tests.governance.support import DIRECT, PLANNED, open_work
 
 

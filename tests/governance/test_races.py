@@ -12,7 +12,7 @@ from collections import Counter
 
 from governance import services
 from governance.models import EvidenceRecord, GovernanceRevision, TaskArtifact, WorkFile, WorkItem
-from tests.conftest import bearer_client, run_in_threads
+from tests.django_fixtures import bearer_client, run_in_threads
 from tests.governance.support import (
     DIRECT,
     WORK_ID,

@@ -15,7 +15,7 @@ import pytest
 
 from governance import skills
 from governance.models import Skill
-from tests.conftest import bearer_client, run_in_threads
+from tests.django_fixtures import bearer_client, run_in_threads
 
 SKILL = (
     "---\n"

@@ -17,7 +17,7 @@ from gedweb.errors import Conflict
 from gedweb.lib.standards import render_section, render_standards
 from governance import standards
 from governance.models import StandardsDecision, StandardsImport
-from tests.conftest import bearer_client, run_in_threads
+from tests.django_fixtures import bearer_client, run_in_threads
 
 USE = "Use exact checks."
 USE_SHA = "1a866dbedbdbf9345662d905df77ed603aa98687e572ef37a868a587db91b9d8"
@@ -458,7 +458,7 @@ def test_the_admin_pages_render(operator, alpha):
 def test_two_admins_accepting_the_same_import_decide_it_once(live_db, make_project):
     target = make_project("race")
     row = offered(target.project, "AGENTS.md", USE)
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     def attempt(index: int):
         return bearer_client(ADMIN_TOKEN).post(url(target.id, "imports", row.pk, "accept"),

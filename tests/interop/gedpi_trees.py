@@ -30,7 +30,7 @@ from typing import Any
 from gedweb.lib import governance as gov
 from gedweb.lib.fingerprint import file_set_fingerprint
 from gedweb.lib.standards import render_standards
-from tests.migration.trees import snapshot, write_tree
+from tests.checkout.trees import snapshot, write_tree
 
 __all__ = ["migrated_checkout", "pretty", "snapshot", "write_tree"]
 

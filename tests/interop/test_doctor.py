@@ -32,7 +32,7 @@ from governance.models import (
 )
 from memory import mirror, services
 from memory.models import MemoryEntry
-from tests.conftest import is_postgres
+from tests.django_fixtures import is_postgres
 from tests.governance.support import add_evidence, open_work
 from tests.memory.test_commands import tamper
 from tests.subprocesses import manage
@@ -372,7 +372,7 @@ def test_only_the_broken_project_fails(healthy, beta, memory_root):
     assert all(line.startswith("ok   ") for line in lines if "beta" in line)
 
 
-# --- a GedPi checkout (gedweb.lib.gedpi_v3.checkout_problems) ------------------------------
+# --- a GedPi checkout (gedweb.checkout.v3.checkout_problems) ------------------------------
 
 
 def leftover_checkout(root: Path) -> Path:
@@ -390,9 +390,9 @@ def leftover_checkout(root: Path) -> Path:
 
 
 def test_checkout_leftovers_fail_one_line_each(alpha, tmp_path):
-    gedpi_v3 = pytest.importorskip("gedweb.lib.gedpi_v3")
+    v3 = pytest.importorskip("gedweb.checkout.v3")
     root = leftover_checkout(tmp_path / "checkout")
-    problems = gedpi_v3.checkout_problems(root)
+    problems = v3.checkout_problems(root)
     assert problems, "a journal without a completion record is a leftover"
     code, lines, _ = doctor_run("--project", "alpha", "--checkout", str(root))
     assert code == 1
@@ -400,10 +400,10 @@ def test_checkout_leftovers_fail_one_line_each(alpha, tmp_path):
 
 
 def test_a_clean_checkout_passes(alpha, tmp_path):
-    gedpi_v3 = pytest.importorskip("gedweb.lib.gedpi_v3")
+    v3 = pytest.importorskip("gedweb.checkout.v3")
     root = tmp_path / "checkout"
     root.mkdir()
-    assert gedpi_v3.checkout_problems(root) == []
+    assert v3.checkout_problems(root) == []
     code, lines, _ = doctor_run("--project", "alpha", "--checkout", str(root))
     assert code == 0
     assert lines[-1] == f"ok   {root}: checkout (no migration leftovers or locks)"

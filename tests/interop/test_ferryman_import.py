@@ -20,7 +20,7 @@ from django.core.management import CommandError, call_command
 from memory import ferryman, mirror, services
 from memory.api.serializers import EntrySerializer
 from memory.models import MemoryEntry
-from tests.conftest import run_in_threads
+from tests.django_fixtures import run_in_threads
 from tests.subprocesses import manage
 
 FERRYMAN_SCHEMA = """

@@ -500,7 +500,7 @@ def test_a_real_process_imports_a_checkout(live_db, make_project, memory_root, t
 def test_a_checkout_migrated_by_ged_migrate_v3_imports_with_its_legacy_work_paused(
     alpha, tmp_path
 ):
-    from tests.migration.trees import standalone_v2_tree
+    from tests.checkout.trees import standalone_v2_tree
 
     root = standalone_v2_tree(tmp_path / "legacy", checkpoints=True)
     assert "ged_migrate_v3" in refused(str(root), "--project", "alpha")

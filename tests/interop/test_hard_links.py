@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from gedweb.lib import gedpi_v3, safefs
+from gedweb.checkout import safefs, v3
+from tests.checkout.trees import directories, scenario_tree, snapshot
 from tests.interop.gedpi_trees import migrated_checkout, write_tree
 from tests.interop.test_doctor import doctor_run, failures
 from tests.interop.test_ged_import import counts, database
 from tests.interop.test_ged_import import refused as import_refused
 from tests.interop.test_ged_import import run as import_run
-from tests.migration.trees import directories, scenario_tree, snapshot
 
 SECRET = "outside-secret-7f3a: the operator's private notes\n"
 SKILL = ".agents/skills/release-notes/SKILL.md"
@@ -104,7 +104,7 @@ def test_the_writers_own_temporary_link_does_not_trip_a_reader(tmp_path):
     root = write_tree(tmp_path / "co", {".ged/MEMORY-MIGRATION.json": "{}\n"})
     os.link(root / ".ged/MEMORY-MIGRATION.json", root / ".ged/.gedweb-tmp-0123abcd")
     assert safefs.read_bytes(root, ".ged/MEMORY-MIGRATION.json") == b"{}\n"
-    assert gedpi_v3.hard_link_problems(root) == []
+    assert v3.hard_link_problems(root) == []
 
 
 def test_a_temporary_name_does_not_excuse_a_link_from_outside(tmp_path, outside):
@@ -195,7 +195,7 @@ def test_ged_migrate_v3_on_a_normal_tree_completes_and_is_idempotent(tmp_path):
     first = migrate(str(root))
     assert "durable-memory-v3: completed" in first
     after = snapshot(root)
-    assert gedpi_v3.hard_link_problems(root) == []
+    assert v3.hard_link_problems(root) == []
     assert all(os.lstat(root / rel).st_nlink == 1 for rel in after
                if (root / rel).is_file() and not (root / rel).is_symlink())
     second = migrate(str(root))
@@ -218,6 +218,6 @@ def test_doctor_checkout_reports_a_hard_link_as_a_failed_check(alpha, tree, outs
 
 
 def test_doctor_checkout_passes_a_tree_with_single_links(alpha, tree):
-    assert gedpi_v3.hard_link_problems(tree) == []
+    assert v3.hard_link_problems(tree) == []
     _, lines, _ = doctor_run("--project", "alpha", "--checkout", str(tree))
     assert not [line for line in failures(lines) if "hard link" in line]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from gedweb.lib import safefs
+from gedweb.checkout import safefs
 from governance import gedpi_import
 from memory import ferryman
 from memory.models import MemoryEntry

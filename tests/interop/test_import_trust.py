@@ -24,7 +24,7 @@ from gedweb.lib.standards import render_standards
 from governance.models import StandardsDecision, StandardsImport
 from governance.standards import standards_markdown
 from memory.models import Project
-from tests.conftest import stored_models
+from tests.django_fixtures import stored_models
 from tests.interop.gedpi_trees import migrated_checkout, pretty, sha, write_tree
 from tests.subprocesses import manage
 
@@ -89,7 +89,7 @@ def refused(*args: str) -> str:
 
 
 def database() -> dict[str, list[dict[str, Any]]]:
-    """Every row of every GedWeb table but the rate counters (tests.conftest.stored_models)."""
+    """Every row of every GedWeb table but the rate counters (django_fixtures.stored_models)."""
     return {model._meta.label: list(model.objects.order_by("pk").values())
             for model in stored_models()}
 

@@ -8,7 +8,7 @@ import pytest
 
 from memory import services
 from memory.models import MemoryCandidate, MemoryEntry, Project
-from tests.conftest import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
+from tests.django_fixtures import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
 
 ENTRY = {"category": "decision", "content": "use postgres"}
 CANDIDATE = {"category": "idea", "content": "cache the context bundle"}

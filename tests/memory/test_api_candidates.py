@@ -6,7 +6,7 @@ import pytest
 
 from memory import services
 from memory.models import MemoryCandidate, MemoryEntry
-from tests.conftest import run_in_threads
+from tests.django_fixtures import run_in_threads
 
 CANDIDATE = {"category": "decision", "content": "cache the context bundle", "source": "agent"}
 CANDIDATE_KEYS = {

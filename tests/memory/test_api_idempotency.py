@@ -10,7 +10,7 @@ from django.db import connection, connections, transaction
 
 from memory import services
 from memory.models import MemoryEntry, Project
-from tests.conftest import postgres_only, run_in_threads
+from tests.django_fixtures import postgres_only, run_in_threads
 
 BODY = {"category": "decision", "content": "use postgres", "source": "agent"}
 KEY = "req-7f3a/2026-11-30T08:00Z"
@@ -267,7 +267,7 @@ def test_each_token_replays_only_its_own_entry(alpha, client, second):
 
 
 def test_the_admin_tokens_keys_are_its_own(alpha, client, client_for):
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     post(client, alpha.id)
     admin = post(client_for(ADMIN_TOKEN), alpha.id)

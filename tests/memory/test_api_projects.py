@@ -281,7 +281,7 @@ def test_it_refuses_bulk_changes_to_projects(alpha, admin_client, method):
 
 
 def test_it_refuses_the_admin_token_as_a_project_token(admin_client):
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     response = admin_client.post(
         "/v1/projects", {"id": "sneaky", "name": "Sneaky", "token": ADMIN_TOKEN}, format="json"

@@ -18,7 +18,7 @@ from django.db import IntegrityError, connection, transaction
 
 from memory import checkpoints, services
 from memory.models import MemoryEntry, Project, ProjectToken
-from tests.conftest import bearer_client, is_postgres
+from tests.django_fixtures import bearer_client, is_postgres
 from tests.subprocesses import manage
 
 

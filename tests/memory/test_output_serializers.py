@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from rest_framework import serializers
 
-from gedweb.api.serializers import OutputSerializer
+from gedweb.api.serializers import (
+    DocumentRevisionSummarySerializer,
+    DocumentSerializer,
+    OutputSerializer,
+)
 from memory import documents, services
 from memory.api import serializers as s
 from memory.checkpoints import Checkpoint, Problem, VerifyReport
@@ -68,9 +72,9 @@ def test_a_subclass_renders_its_own_fields_not_its_parent_s(alpha):
                            expected_revision=None, reason=None)
     row = documents.document_current(alpha.project, "PROJECT.md")
 
-    summary = s.DocumentRevisionSummarySerializer.render(row)
-    document = s.DocumentSerializer.render(row)
-    summary_again = s.DocumentRevisionSummarySerializer.render(row)
+    summary = DocumentRevisionSummarySerializer.render(row)
+    document = DocumentSerializer.render(row)
+    summary_again = DocumentRevisionSummarySerializer.render(row)
 
     assert "content" not in summary and summary_again == summary
     assert document == {**summary, "content": row.content}

@@ -25,9 +25,9 @@ from governance import skills, standards
 from governance.models import EvidenceRecord, Skill, StandardsImport, TaskArtifact, WorkFile
 from memory import documents, quotas, services
 from memory.models import DocumentRevision, MemoryCandidate, MemoryEntry, ProjectQuota
-from tests.conftest import postgres_only, run_in_threads
+from tests.django_fixtures import postgres_only, run_in_threads
 from tests.governance.support import evidence, open_work, revision_of, work_url
-from tests.test_settings import assert_refused, start
+from tests.site.test_settings import assert_refused, start
 
 MIB = quotas.MIB
 OVERHEAD = quotas.ROW_OVERHEAD_BYTES

@@ -13,7 +13,7 @@ from collections import Counter
 from gedweb.lib.mirror import render_full
 from memory import mirror, services
 from memory.models import MemoryEntry
-from tests.conftest import run_in_threads
+from tests.django_fixtures import run_in_threads
 
 THREADS = 16
 APPENDS_PER_THREAD = 10

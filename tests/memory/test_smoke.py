@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from memory import services
 from memory.models import MemoryEntry
-from tests.conftest import run_in_threads
+from tests.django_fixtures import run_in_threads
 
 
 def test_it_appends_over_the_api(alpha, client_for):

@@ -11,9 +11,9 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from gedweb.checkout import v3
 from gedweb.lib import gedpi_placeholders as ph
-from gedweb.lib import gedpi_v3 as v3
-from tests.migration.trees import (
+from tests.checkout.trees import (
     REAL_DECISIONS,
     WORK_A,
     directories,

@@ -32,9 +32,11 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
+from gedweb.checkout import v3
+from gedweb.checkout.v3 import run as v3_run
+from gedweb.checkout.v3 import steps as v3_steps
 from gedweb.lib import gedpi_placeholders as ph
-from gedweb.lib import gedpi_v3 as v3
-from tests.migration.trees import directories, scenario_tree, snapshot, write_tree
+from tests.checkout.trees import directories, scenario_tree, snapshot, write_tree
 
 STATE = ".ged/MEMORY-MIGRATION.json"
 
@@ -123,6 +125,7 @@ def test_a_kill_at_any_step_resumes_to_the_uninterrupted_result(tmp_path, uninte
 
 def test_every_failpoint_is_reached_by_the_crash_tree(tmp_path, monkeypatch):
     reached: list[str] = []
-    monkeypatch.setattr(v3, "failpoint", reached.append)
+    for module in (v3_run, v3_steps):  # the modules with crash points
+        monkeypatch.setattr(module, "failpoint", reached.append)
     v3.migrate_v3(crash_tree(tmp_path / "repo"))
     assert set(reached) == set(v3.FAILPOINTS)

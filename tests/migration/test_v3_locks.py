@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from gedweb.lib import gedpi_v3 as v3
-from tests.migration.trees import REAL_GLOSSARY, pretty, scenario_tree, snapshot, write_tree
+from gedweb.checkout import v3
+from gedweb.checkout.v3 import lock as v3_lock
+from tests.checkout.trees import REAL_GLOSSARY, pretty, scenario_tree, snapshot, write_tree
 
 DEAD_PID = 2147483647
 TOKEN = "00000000-0000-4000-8000-000000000000"
@@ -112,7 +113,7 @@ def test_a_holder_that_completes_and_releases_between_two_looks_leaves_us_alread
     held = place_lock(root, os.getpid(), sidecar=True)
     fd = os.open(root / v3.LOCKS_DIR / f"{TOKEN}.flock", os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    real_candidates = v3.read_lock_candidates
+    real_candidates = v3_lock.read_lock_candidates
     looks: list[int] = []
 
     def holder_completes_then_candidates(where: Path):
@@ -124,7 +125,7 @@ def test_a_holder_that_completes_and_releases_between_two_looks_leaves_us_alread
         looks.append(1)
         return real_candidates(where)
 
-    monkeypatch.setattr(v3, "read_lock_candidates", holder_completes_then_candidates)
+    monkeypatch.setattr(v3_lock, "read_lock_candidates", holder_completes_then_candidates)
     result = v3.migrate_v3(root, wait_seconds=5)
 
     assert result.status == "already-complete"

@@ -10,6 +10,7 @@ from django.test import Client
 
 from memory import services
 from memory.models import Membership
+from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
 from tests.pages.seed import Seeded, seed_project
 
 PASSWORD = "pw-correct-horse-battery"

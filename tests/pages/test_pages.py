@@ -23,6 +23,24 @@ def seqs(body: str) -> list[int]:
     return [int(n) for n in re.findall(r'class="seq" href="[^"]+">#(\d+)</a>', body)]
 
 
+def test_the_overview_shows_both_apps_with_their_links(site, vera):
+    # The site's page (gedweb/pages.py): memory's counts beside governance's.
+    from governance.models import WorkItem
+    from memory.models import DocumentRevision, MemoryEntry
+
+    body = vera.get("/p/alpha/").content.decode()
+    entries = MemoryEntry.objects.filter(project_id="alpha").count()
+    documents = DocumentRevision.objects.filter(project_id="alpha").values("path").distinct()
+    work = WorkItem.objects.filter(project_id="alpha").count()
+    assert work > 0 and entries > 0
+    assert f"<dt>Memory entries</dt><dd>{entries} (newest" in body
+    assert (f'<dt>Documents</dt><dd><a href="/p/alpha/documents/">{documents.count()}</a></dd>'
+            in body)
+    assert f'<dt>Work items</dt><dd><a href="/p/alpha/work/">{work}</a></dd>' in body
+    assert '<a href="/p/alpha/" aria-current="page">Overview</a>' in body
+    assert '<a href="/p/alpha/work/">Work</a>' in body
+
+
 def test_the_overview_renders_project_md(site, vera):
     body = vera.get("/p/alpha/").content.decode()
     assert "<h1>Web shop</h1>" in body
@@ -154,7 +172,7 @@ def test_the_mirror_page_renders_memory_md(site, vera):
 def test_the_mirror_text_is_the_api_mirror(site, vera, client_for):
     page = b"".join(vera.get("/p/alpha/MEMORY.md").streaming_content)
     api = client_for(None)
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {ADMIN_TOKEN}")
     assert page == b"".join(api.get("/v1/projects/alpha/memory.md").streaming_content)

@@ -160,6 +160,11 @@ API: list[Row] = [
         "/v1/projects/{p}/documents/adr/0002-matrix.md", "document", rw(DOCUMENT, QUOTA, LEDGER)),
     Row("GET", f"{P}/documents/<docpath:path>/revisions", READ, "",
         "/v1/projects/{p}/documents/PROJECT.md/revisions"),
+    Row("GET", f"{P}/documents/handoff/<work:work_id>.md", READ, "a work item's handoff",
+        "/v1/projects/{p}/documents/handoff/{work}.md"),
+    Row("PUT", f"{P}/documents/handoff/<work:work_id>.md", write(201),
+        "not a memory write; a work item of the project", "/v1/projects/{p}/documents/handoff/"
+        "{verified}.md", "handoff", rw(DOCUMENT, QUOTA, LEDGER)),
     # --- context and inventory --------------------------------------------------------------
     Row("GET", f"{P}/context", READ, "every delivery is logged", "/v1/projects/{p}/context",
         writes=rw("governance.ContextDelivery")),
@@ -457,6 +462,7 @@ def build_world() -> World:
     from django.test import Client
 
     from governance import services as gs
+    from governance.handoffs import handoff_put
     from governance.models import WorkItem
     from governance.skills import skill_put
     from governance.standards import standards_import_submit
@@ -479,6 +485,8 @@ def build_world() -> World:
                            author="agent")
     gs.active_work_select(project=pa, session_id="sess-a", work=a.work, operation="open",
                           request_id="r-a")
+    handoff_put(project=pa, work_id=a.work.work_id, author="agent",
+                content="# Handoff\n\nNext: the checkout page.\n")
     ids: dict[str, Any] = {
         "p": "alpha", "seq": a.correction.seq, "uuid": a.correction.uuid,
         "candidate": candidate_a.uuid, "work": a.work.work_id,
@@ -563,6 +571,7 @@ def request_bodies(ids: dict[str, Any]) -> dict[str, Any]:
         "work": {"summary": "Matrix work", "minimum_mode": "direct-change",
                  "ambiguity": "sufficient", "risk": "low", "clear_scope": True, "bounded": True,
                  "reversible": True, "deterministic_check": True},
+        "handoff": {"content": "# Handoff\n\nNext: a row for every route.\n"},
         "file": {"content": "# Matrix\n\nA new version.\n"},
         "evidence": {"expected_revision": ids["rev_work"],
                      "evidence": _evidence("inspection", "observed")},
@@ -599,7 +608,7 @@ def world_in_rollback(django_db_blocker: Any, memory_root: Path) -> Iterator[Wor
     from django.db import transaction
     from django.test import override_settings
 
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     with django_db_blocker.unblock():
         atomic = transaction.atomic()
@@ -616,7 +625,7 @@ def world_in_rollback(django_db_blocker: Any, memory_root: Path) -> Iterator[Wor
 
 def snapshot() -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every memory and governance table."""
-    from tests.conftest import stored_models
+    from tests.django_fixtures import stored_models
 
     return {
         model._meta.label: list(model._base_manager.order_by("pk").values_list())
@@ -633,14 +642,14 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def memory_header() -> dict[str, str]:
-    from tests.conftest import MEMORY_WRITE_TOKEN
+    from tests.django_fixtures import MEMORY_WRITE_TOKEN
 
     return {"HTTP_X_MEMORY_TOKEN": MEMORY_WRITE_TOKEN}
 
 
 def credentials(world: World, principal: str) -> dict[str, str]:
     """The request headers of each of PRINCIPALS (see the module docstring)."""
-    from tests.conftest import ADMIN_TOKEN
+    from tests.django_fixtures import ADMIN_TOKEN
 
     tokens = world.tokens
     return {

@@ -19,7 +19,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from tests.conftest import MEMORY_WRITE_TOKEN
+from tests.django_fixtures import MEMORY_WRITE_TOKEN
 from tests.security import authz_matrix as m
 
 NOT_FOUND = {"code": "not_found", "message": "not found"}

@@ -17,7 +17,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from memory import services
 from memory.models import MemoryEntry
-from tests.conftest import ADMIN_TOKEN, bearer_client, stored_models
+from tests.django_fixtures import ADMIN_TOKEN, bearer_client, stored_models
 from tests.security.targets import project_with_everything
 
 MIB = 1024 * 1024

@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 
 from memory import services
 from memory.models import MemoryEntry, ProjectToken
-from tests.conftest import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
+from tests.django_fixtures import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
 from tests.security import authz_matrix as m
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from django.db import connection
 from gedweb import append_only
 from governance import doctor
 from memory.models import ProjectToken, hash_token
-from tests.conftest import is_postgres
+from tests.django_fixtures import is_postgres
 from tests.interop.test_doctor import doctor_run, failures
 from tests.security.test_tamper import APPEND_ONLY_TABLES, security_doc_grants
 
@@ -41,7 +41,7 @@ def test_the_checked_tables_are_the_ones_the_migrations_made_append_only():
 
 
 def test_the_registry_lists_each_table_after_the_tables_it_references():
-    """tests/conftest.py empties the tables in reverse registry order, children first."""
+    """tests/django_fixtures.py empties the tables in reverse registry order, children first."""
     from django.apps import apps
 
     models = {model._meta.db_table: model for model in apps.get_models()}

@@ -36,10 +36,8 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from gedweb.lib import gedpi_v3 as v3
-from gedweb.lib import safefs
-from tests.migration.test_v3_crash import crash_tree, normalise
-from tests.migration.trees import (
+from gedweb.checkout import safefs, v3
+from tests.checkout.trees import (
     REAL_DECISIONS,
     REAL_GLOSSARY,
     WORK_A,
@@ -50,6 +48,7 @@ from tests.migration.trees import (
     snapshot,
     write_tree,
 )
+from tests.migration.test_v3_crash import crash_tree, normalise
 
 STATE = v3.STATE_PATH
 ADR = v3.adr_path(v3.sha256_hex(REAL_DECISIONS.encode()))

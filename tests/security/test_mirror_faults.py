@@ -7,7 +7,7 @@ must converge to ``render(DB)`` byte for byte on the next sync or rebuild.
 Killed processes are real: a *zygote* child process sets Django up once and
 forks one worker per trial (fork is milliseconds, a fresh ``manage.py`` is a
 second). A worker either SIGKILLs itself at a named failpoint
-(``GEDWEB_FAILPOINT``, gedweb/lib/failpoints.py) or is SIGKILLed by the zygote
+(``GEDWEB_FAILPOINT``, gedweb/failpoints.py) or is SIGKILLed by the zygote
 after a random delay. Before each step the worker reports what it is about to
 do on a pipe, so the parent knows which states are legal after the kill:
 

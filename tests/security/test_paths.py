@@ -19,9 +19,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memory.models import MemoryEntry
+from tests.checkout.trees import snapshot, write_tree
 from tests.interop.gedpi_trees import migrated_checkout
 from tests.interop.test_ferryman_import import make_bridge_db
-from tests.migration.trees import snapshot, write_tree
 
 SENTINEL = "# Secret\n\nDo not read me.\n"
 
@@ -302,7 +302,7 @@ def test_an_append_never_writes_through_a_hostile_mirror_path(
 
 # --- ged_migrate_v3 on a checkout that still needs migrating -----------------------------
 
-# Scenario 63's tree (tests/migration/trees.py): the migration reads the
+# Scenario 63's tree (tests/checkout/trees.py): the migration reads the
 # glossary, decisions, architecture notes, legacy tasks and skills, and writes
 # CONTEXT.md and docs/adr/. A link on any of those paths must stop it.
 V3_LINKS = {
@@ -318,7 +318,7 @@ V3_LINKS = {
 
 @pytest.mark.parametrize("rel", list(V3_LINKS))
 def test_ged_migrate_v3_refuses_a_symlink_in_a_checkout_to_migrate(db, tmp_path, outside, rel):
-    from tests.migration.trees import scenario_tree
+    from tests.checkout.trees import scenario_tree
 
     root = scenario_tree(tmp_path / "legacy")
     plant_link(root, rel, outside / V3_LINKS[rel])
@@ -336,7 +336,7 @@ def test_ged_migrate_v3_skips_a_symlinked_legacy_skill_without_following_it(
     # GedPi's walkRegularFiles skips links and special files under
     # .ged/project-skills (they are retained, never opened), so the
     # migration completes; the link is left as it was.
-    from tests.migration.trees import scenario_tree
+    from tests.checkout.trees import scenario_tree
 
     root = scenario_tree(tmp_path / "legacy")
     plant_link(root, ".ged/project-skills/legacy-skill/SKILL.md", outside / "SKILL.md")
@@ -351,7 +351,7 @@ def test_ged_migrate_v3_skips_a_symlinked_legacy_skill_without_following_it(
 
 @pytest.mark.parametrize("rel", [".ged/GLOSSARY.md", ".ged/DECISIONS.md", "CONTEXT.md"])
 def test_ged_migrate_v3_refuses_a_fifo_without_blocking(db, tmp_path, rel):
-    from tests.migration.trees import scenario_tree
+    from tests.checkout.trees import scenario_tree
 
     root = scenario_tree(tmp_path / "legacy")
     plant_fifo(root, rel)

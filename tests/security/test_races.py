@@ -25,7 +25,7 @@ from django.db import connection
 
 from gedweb.lib.governance import LIFECYCLE_ACTIONS
 from memory.models import MemoryCandidate
-from tests.conftest import ADMIN_TOKEN, bearer_client, postgres_only, run_in_threads
+from tests.django_fixtures import ADMIN_TOKEN, bearer_client, postgres_only, run_in_threads
 from tests.governance.support import DIRECT, evidence, gov_url, work_url
 
 pytestmark = [postgres_only, pytest.mark.usefixtures("live_db")]

@@ -27,7 +27,7 @@ from gedweb import throttling
 from gedweb.lib.rates import Rate
 from memory import services
 from memory.models import MemoryEntry, RateCounter
-from tests.conftest import ADMIN_TOKEN, bearer_client, run_in_threads
+from tests.django_fixtures import ADMIN_TOKEN, bearer_client, run_in_threads
 from tests.redis_support import REDIS_TEST_URL, require_redis
 from tests.security.live_server import LiveGunicorn
 

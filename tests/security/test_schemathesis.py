@@ -50,7 +50,7 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from tests.conftest import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
+from tests.django_fixtures import ADMIN_TOKEN, MEMORY_WRITE_TOKEN
 from tests.security.targets import project_with_everything
 
 PROJECT = "fuzz"

@@ -33,7 +33,7 @@ from gedweb.cli.main import local_verify
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from memory import checkpoints, services
 from memory.models import ChainCheckpoint, MemoryEntry, format_timestamp
-from tests.conftest import is_postgres
+from tests.django_fixtures import is_postgres
 from tests.interop.test_doctor import doctor_run, failures
 
 COUNT = 7

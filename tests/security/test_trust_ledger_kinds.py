@@ -34,7 +34,7 @@ from governance.models import (
 from memory import services as memory_services
 from memory.documents import document_put
 from memory.models import DocumentRevision
-from tests.conftest import postgres_only, run_in_threads
+from tests.django_fixtures import postgres_only, run_in_threads
 from tests.governance.support import PLANNED, add_evidence, open_work
 from tests.interop.test_doctor import doctor_run, failures, triggers_off
 

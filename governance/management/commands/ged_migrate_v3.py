@@ -12,9 +12,10 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from gedweb.checkout import v3
+from gedweb.checkout.migrate import migrate_checkout, plan_checkout
+from gedweb.checkout.safefs import UnsafePath
 from gedweb.commands import GedWebCommand, path_argument
-from gedweb.lib import gedpi_v3
-from gedweb.lib.safefs import UnsafePath
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
@@ -47,9 +48,9 @@ class Command(GedWebCommand):
         parser.add_argument("--dry-run", action="store_true",
                             help="print what would happen; write nothing")
         parser.add_argument(
-            "--wait", type=float, default=gedpi_v3.DEFAULT_WAIT_SECONDS, metavar="SECONDS",
+            "--wait", type=float, default=v3.DEFAULT_WAIT_SECONDS, metavar="SECONDS",
             help="how long to wait for another live migration of the same checkout "
-                 f"(default {gedpi_v3.DEFAULT_WAIT_SECONDS:g})",
+                 f"(default {v3.DEFAULT_WAIT_SECONDS:g})",
         )
 
     def handle(self, *args: Any, path: str, dry_run: bool, wait: float, **options: Any) -> None:
@@ -64,16 +65,16 @@ class Command(GedWebCommand):
         if wait < 0:
             raise CommandError("--wait must not be negative")
         root = Path(path).resolve()
-        from gedweb.lib.gedpi_checkpoints import CheckpointError
+        from gedweb.checkout.checkpoints import CheckpointError
 
         try:
             if dry_run:
-                for line in gedpi_v3.plan_checkout(root):
+                for line in plan_checkout(root):
                     self.stdout.write(line)
                 self.stdout.write("dry run: nothing was changed")
                 return
-            result = gedpi_v3.migrate_checkout(root, wait_seconds=wait)
-        except (UnsafePath, gedpi_v3.MigrationError, CheckpointError, OSError,
+            result = migrate_checkout(root, wait_seconds=wait)
+        except (UnsafePath, v3.MigrationError, CheckpointError, OSError,
                 UnicodeDecodeError) as exc:
             raise CommandError(" ".join(str(exc).split())) from None
         self.stdout.write(_checkpoint_line(result.checkpoints))

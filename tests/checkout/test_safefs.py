@@ -1,4 +1,4 @@
-"""gedweb.lib.safefs: containment, symlink refusal, durable atomic and create-only writes."""
+"""gedweb.checkout.safefs: containment, symlink refusal, durable atomic and create-only writes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from gedweb.lib import safefs
-from gedweb.lib.safefs import UnsafePath
+from gedweb.checkout import safefs
+from gedweb.checkout.safefs import UnsafePath
 
 
 @pytest.mark.parametrize("rel", ["../x", "/etc/passwd", "a/../../x", "", "a\x00b"])

@@ -38,7 +38,7 @@ WRITE = "Write target"
 # Names of the writers' own temporary files. publish_exclusive links its
 # temporary file to the target and then unlinks it, so for an instant (or for
 # good, after a crash in between) the target has a second link under one of
-# these names in its own directory; gedpi_v3 publishes its lock sidecar the
+# these names in its own directory; checkout.v3 publishes its lock sidecar the
 # same way.
 OWN_TEMP_PREFIXES = (".gedweb-tmp-", ".gedweb-lock-")
 

@@ -19,14 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from gedweb.lib import gedpi_checkpoints as cp
-from gedweb.lib import governance as gov
-from gedweb.lib.gedpi_checkpoints import (
+from gedweb.checkout import checkpoints as cp
+from gedweb.checkout.checkpoints import (
     CheckpointError,
     checkpoint_problems,
     migrate_legacy_checkpoints,
     plan_legacy_checkpoints,
 )
+from gedweb.checkout.checkpoints import backups as cp_backups
+from gedweb.checkout.checkpoints import run as cp_run
+from gedweb.checkout.checkpoints import target as cp_target
+from gedweb.lib import governance as gov
 
 NOW = datetime(2026, 8, 10, 5, 0, tzinfo=UTC)
 CREATED_AT = "2026-08-10T05:00:00.000Z"
@@ -48,7 +51,7 @@ DECISION_REASON = ("Legacy checkpoint state requires human review and cannot aut
 WORK_ID_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,47})-\d{17}-[a-f0-9]{32}$")
 
 
-# --- local tree helpers (tests/migration/trees.py was not there yet) ---------------------------
+# --- local tree helpers (tests/checkout/trees.py was not there yet) ---------------------------
 
 
 def write_tree(root: Path, files: dict[str, bytes | str]) -> None:
@@ -136,7 +139,8 @@ def interrupt_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         if point == name:
             raise Interrupted(point)
 
-    monkeypatch.setattr(cp, "failpoint", failpoint)
+    for module in (cp_backups, cp_run, cp_target):  # the modules with crash points
+        monkeypatch.setattr(module, "failpoint", failpoint)
 
 
 def run_interrupted(monkeypatch: pytest.MonkeyPatch, root: Path, name: str) -> None:

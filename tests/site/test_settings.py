@@ -21,7 +21,7 @@ from django.conf import settings as django_settings
 
 from memory import services
 from memory.models import Project, ProjectToken, hash_token
-from tests.conftest import bearer_client
+from tests.django_fixtures import bearer_client
 
 SETUP = (
     "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='gedweb.settings'; django.setup()"

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from gedweb.lib import governance as gov
-from gedweb.lib.gedpi_checkpoints import (
+from gedweb.checkout.checkpoints import (
     checkpoint_problems,
     migrate_legacy_checkpoints,
     plan_legacy_checkpoints,
 )
+from gedweb.lib import governance as gov
 
 from .test_checkpoints import (
     LEGACY_V2,
@@ -34,7 +34,7 @@ from .test_checkpoints import (
 )
 
 MAIN = Path(__file__).resolve().parents[2]
-ENTRY = ("from gedweb.lib.gedpi_checkpoints import migrate_legacy_checkpoints; "
+ENTRY = ("from gedweb.checkout.checkpoints import migrate_legacy_checkpoints; "
          "import pathlib,sys; migrate_legacy_checkpoints(pathlib.Path(sys.argv[1]))")
 PHASES = ("plan", "backup-file", "backup-complete", "import-started", "target-files",
           "governance", "import-complete")

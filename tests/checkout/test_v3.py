@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from gedweb.checkout import v3
+from gedweb.checkout.safefs import UnsafePath
 from gedweb.lib import gedpi_placeholders as ph
-from gedweb.lib import gedpi_v3 as v3
-from gedweb.lib.safefs import UnsafePath
-from tests.migration.trees import (
+from tests.checkout.trees import (
     CREATED_B,
     REAL_ARCHITECTURE,
     REAL_DECISIONS,
@@ -505,13 +505,13 @@ def test_the_completion_record_is_create_only(tmp_path, monkeypatch):
     record = pretty({"schemaVersion": 1, "migrationId": "durable-memory-v3",
                      "status": "complete", "completedAt": "2026-01-01T00:00:00.000Z",
                      "entries": []})
-    complete = v3._Run.complete
+    complete = v3.Run.complete
 
     def someone_completes_first(run):
         write_tree(tmp_path, {".ged/MEMORY-MIGRATION.json": record})
         return complete(run)
 
-    monkeypatch.setattr(v3._Run, "complete", someone_completes_first)
+    monkeypatch.setattr(v3.Run, "complete", someone_completes_first)
     with pytest.raises(v3.MigrationError, match="completion record appeared"):
         v3.migrate_v3(tmp_path)
     assert (tmp_path / ".ged/MEMORY-MIGRATION.json").read_text() == record

@@ -11,7 +11,7 @@ import pytest
 from governance import services as governance_services
 from memory import services
 from memory.models import MemoryEntry, Project, ProjectToken
-from tests.conftest import bearer_client
+from tests.django_fixtures import bearer_client
 
 # The management form of the (read-only) token inline on the project page.
 TOKEN_INLINE = {"tokens-TOTAL_FORMS": "0", "tokens-INITIAL_FORMS": "0"}

@@ -1,7 +1,13 @@
-"""Shared fixtures: API clients with tokens, projects, isolated mirror roots.
+"""The Django suite's shared fixtures: API clients with tokens, projects, isolated mirror roots.
 
 Tests run against the database named by DATABASE_URL (SQLite by default,
 PostgreSQL in the second CI pass); nothing of GedWeb's own is mocked.
+
+There is no tests/conftest.py: the tests of the pure lib and of the checkout
+engine (tests/lib/, tests/checkout/) run with Django absent, so the fixtures
+that boot it (the autouse memory_root and static_files_on_demand use
+pytest-django's settings) are taken by each Django test directory's own
+conftest.py (``from tests.django_fixtures import *``, the names in __all__).
 """
 
 from __future__ import annotations
@@ -23,6 +29,12 @@ from memory.models import Project
 # Tests create the projects they need; the development demo project would
 # only get in the way of counts. Read at call time by the post_migrate hook.
 django_settings.DEMO_PROJECT = False
+
+# The fixtures a Django test directory's conftest.py takes with `import *`.
+__all__ = [
+    "admin_client", "alpha", "beta", "client_for", "live_db", "make_project", "memory_root",
+    "memory_write_token", "static_files_on_demand",
+]
 
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef-XYZ"
 MEMORY_WRITE_TOKEN = "test-memory-write-token-0123456789abcdef"

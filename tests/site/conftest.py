@@ -1,0 +1,3 @@
+"""Site-wide tests (settings, admin, logins, OpenAPI, query counts): Django fixtures apply."""
+
+from tests.django_fixtures import *  # noqa: F403
