@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-pure gates bench bench-ledger lint check-python clean
+.PHONY: run test test-pure gates bench bench-ledger lint mutants check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -54,6 +54,13 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check gedweb memory governance bench tests
 	$(BIN)/lint-imports
 
+# Mutation testing ([tool.mutmut] in pyproject.toml, docs/testing.md): every
+# mutant of the pure rules must be killed by a test or listed there as equivalent.
+mutants: $(VENV)/.installed-dev
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/mutmut results
+
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
@@ -63,4 +70,4 @@ bench-ledger: $(VENV)/.installed-dev
 	$(BIN)/python bench/ledger.py $(LEDGER_ARGS)
 
 clean:
-	rm -rf $(VENV) .data/test-gedweb-*.sqlite3* .pytest_cache
+	rm -rf $(VENV) .data/test-gedweb-*.sqlite3* .pytest_cache mutants

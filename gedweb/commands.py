@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gedweb.errors import DomainError
+from gedweb.validation import validation_error_line
 from memory.models import Project
 
 T = TypeVar("T")
@@ -35,10 +36,8 @@ def path_argument(value: str | Path, option: str = "PATH") -> Path:
 
 
 def one_line(exc: Exception) -> str:
-    if isinstance(exc, ValidationError) and hasattr(exc, "error_dict"):
-        return "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
     if isinstance(exc, ValidationError):
-        return " ".join(exc.messages)
+        return validation_error_line(exc)
     if isinstance(exc, DomainError):
         return exc.message
     return str(exc)

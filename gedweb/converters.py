@@ -17,14 +17,16 @@ Two kinds:
   the converter only keeps out what can never be one (control characters,
   more than 255 characters).
 
-The regexes mirror memory/validators.py, gedweb/lib/governance.py,
-gedweb/lib/skills.py and memory/documents.py; tests/security/
-test_error_shapes.py checks that every valid value still resolves.
+The id patterns are gedweb.lib.ids', the same text the services
+validate with; tests/security/test_error_shapes.py checks that every valid
+value still resolves.
 """
 
 from __future__ import annotations
 
 from django.urls import register_converter
+
+from gedweb.lib import ids
 
 # Printable text without a slash: Django's "str", minus C0 controls and DEL.
 _TEXT = r"[^/\x00-\x1f\x7f]{1,255}"
@@ -41,13 +43,11 @@ class _Converter:
 
 
 class ProjectIdConverter(_Converter):
-    # memory.validators.PROJECT_ID_RE, without anchors.
-    regex = r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?"
+    regex = ids.PROJECT_ID
 
 
 class WorkIdConverter(_Converter):
-    # gedweb.lib.governance.WORK_ID_RE: <slug>-<17 digits>-<32 hex>.
-    regex = r"[a-z0-9][a-z0-9-]{0,47}-[0-9]{17}-[a-f0-9]{32}"
+    regex = ids.WORK_ID
 
 
 # A uuid, with or without hyphens (uuid.UUID reads both).
@@ -74,13 +74,12 @@ class NumberConverter(_Converter):
 
 
 class TaskIdConverter(_Converter):
-    # The task id rule of governance/api/views.py (case-insensitive).
-    regex = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+    regex = ids.TASK_ID
 
 
 class FileNameConverter(_Converter):
-    # DIRECT.md, SPEC.md, BRIEF.md, HISTORY.json, ...; the view names the set.
-    regex = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+    # The view names the set of files.
+    regex = ids.FILE_NAME
 
 
 class TextConverter(_Converter):

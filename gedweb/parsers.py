@@ -10,18 +10,11 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
 from gedweb.exceptions import PayloadTooLarge
+from gedweb.lib.text import is_valid_unicode
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
-
-
-def _is_valid_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -29,7 +22,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in result:
             raise ValueError(f"duplicate key {key!r}")
-        if not _is_valid_unicode(key):
+        if not is_valid_unicode(key):
             # A lone surrogate cannot be encoded, so an error naming the key
             # could not be rendered either.
             raise ValueError("object key is not valid Unicode")

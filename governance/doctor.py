@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -79,11 +78,6 @@ def check_chain(project: Project) -> Outcome:
     return Outcome("chain", [problem.message for problem in report.problems])
 
 
-def _mirror_dir(project: Project) -> Path:
-    # Not mirror.project_dir(): it refuses the unsafe paths reported here.
-    return Path(settings.MEMORY_ROOT) / project.pk
-
-
 def _lock_held(lock: Path) -> bool:
     """True when another process keeps the mirror lock for LOCK_WAIT_SECONDS."""
     try:
@@ -108,7 +102,8 @@ def _lock_held(lock: Path) -> bool:
 
 
 def check_mirror(project: Project) -> Outcome:
-    directory = _mirror_dir(project)
+    # Not mirror.project_dir(): it refuses the unsafe paths reported here.
+    directory = mirror.memory_dir(project.pk)
     path = directory / mirror.MIRROR_NAME
     if not os.path.lexists(path) and not MemoryEntry.objects.for_project(project).exists():
         return Outcome("mirror", summary="no entries, no file yet")
@@ -131,7 +126,7 @@ def check_mirror(project: Project) -> Outcome:
 
 def check_mirror_files(project: Project) -> Outcome:
     """Temp files of a rebuild that died, and a lock some process never lets go of."""
-    directory = _mirror_dir(project)
+    directory = mirror.memory_dir(project.pk)
     if not directory.is_dir() or directory.is_symlink():
         return Outcome("mirror-files", summary="no mirror directory")
     problems = []

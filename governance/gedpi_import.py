@@ -47,6 +47,8 @@ from gedweb.errors import CheckoutRefused, DomainError
 from gedweb.lib import governance as gov
 from gedweb.lib import skills as skill_rules
 from gedweb.lib.digest import sha256_text
+from gedweb.lib.ids import TRUSTED_BY_NAME_RE, is_document_id, is_hex64, is_task_id, is_work_id
+from gedweb.validation import validation_error_line
 from governance import services
 from governance.gedpi_export import render_tree
 from governance.handoffs import handoff_path, handoff_put
@@ -55,7 +57,6 @@ from governance.skills import skill_import
 from governance.standards import standards_decision_import, standards_import_submit
 from memory import quotas
 from memory.documents import (
-    DOCUMENT_ID_RE,
     PutResult,
     document_current,
     document_put,
@@ -67,7 +68,6 @@ from memory.models import Project
 T = TypeVar("T")
 
 TASK_FILE_NAMES = tuple(TaskArtifact.Name.values)
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _SKILL_RECORD_KEYS = {"name", "source", "sourcePath", "taskRefs", "installedAt", "reason",
                       "provenance", "contentHash"}
 _META_KEYS = {"schemaVersion", "workId", "summary", "createdAt", "branch", "baseHead", "origin"}
@@ -307,10 +307,6 @@ def _refuse(rel: str, message: str) -> CheckoutRefused:
     return CheckoutRefused(f"{rel}: {message}")
 
 
-def _messages(exc: ValidationError) -> str:
-    return " ".join(exc.messages)
-
-
 # --- durable documents ---------------------------------------------------------------------
 
 
@@ -322,7 +318,7 @@ def _read_document(reader: _Reader, checkout: Checkout, rel: str, path: str) -> 
     try:
         validate_document_content(text)
     except ValidationError as exc:
-        message = _messages(exc)
+        message = validation_error_line(exc)
         if message.startswith("requires substantive content"):
             # GedPi's rule: a non-substantive text is not a durable artifact.
             checkout.skip(rel, "not substantive, so not a durable document")
@@ -338,7 +334,7 @@ def _read_documents(reader: _Reader, checkout: Checkout) -> None:
         for rel in reader.files(folder, recursive=False):
             name = PurePosixPath(rel).name
             ident = name[: -len(".md")] if name.endswith(".md") else ""
-            if DOCUMENT_ID_RE.fullmatch(ident) is None:
+            if not is_document_id(ident):
                 checkout.skip(rel, "not <id>.md with a GedPi document id")
                 continue
             _read_document(reader, checkout, rel, f"{prefix}{name}")
@@ -392,7 +388,7 @@ def _read_standards(reader: _Reader, checkout: Checkout) -> None:
         raise _refuse(rel, "must be an object with accepted, rejected, pending, standardsHash")
     standards_hash = state.get("standardsHash")
     if standards_hash is not None and not (
-        isinstance(standards_hash, str) and _HEX64.fullmatch(standards_hash)
+        is_hex64(standards_hash)
     ):
         raise _refuse(rel, "standardsHash must be null or 64 lowercase hex")
     sections = _approved_sections(standards_text or "")
@@ -414,7 +410,7 @@ def _read_standards(reader: _Reader, checkout: Checkout) -> None:
             if sha256 == "legacy-unbound":
                 checkout.skip(rel, f"{where} {path}: legacy-unbound hash (never trusted)")
                 continue
-            if not isinstance(sha256, str) or not _HEX64.fullmatch(sha256):
+            if not is_hex64(sha256):
                 raise _refuse(rel, f"{where} hash must be 64 lowercase hex")
             if status != StandardsImport.PENDING:
                 checkout.decisions.setdefault(path, []).append((status, sha256))
@@ -484,9 +480,7 @@ def _skill_record_problem(record: Any) -> str | None:
         "installed-copy", "reusable-explicit", "legacy-unverified"
     ):
         return "provenance is not known"
-    if "contentHash" in record and (
-        not isinstance(record["contentHash"], str) or not _HEX64.fullmatch(record["contentHash"])
-    ):
+    if "contentHash" in record and not is_hex64(record["contentHash"]):
         return "contentHash must be 64 lowercase hex"
     return None
 
@@ -599,7 +593,7 @@ def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
             entry.files[parts[0]] = text
         elif len(parts) == 3 and parts[0] == "tasks" and parts[2] in TASK_FILE_NAMES:
             task_id, name = parts[1], parts[2]
-            if not gov.SEGMENT_RE.fullmatch(task_id.lower()):
+            if not is_task_id(task_id):
                 checkout.skip(rel, "task id is not a GedPi task id")
                 continue
             text = reader.text(rel)
@@ -627,19 +621,19 @@ def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
             validate_document_content(handoff)
             checkout.handoffs[work_id] = (handoff_rel, handoff)
         except ValidationError as exc:
-            checkout.skip(handoff_rel, _messages(exc))
+            checkout.skip(handoff_rel, validation_error_line(exc))
     checkout.work.append(entry)
 
 
 def _read_work(reader: _Reader, checkout: Checkout) -> None:
     work_ids = reader.subdirs(".ged/work")
     for name in work_ids:
-        if not gov.is_work_id(name):
+        if not is_work_id(name):
             checkout.skip(f".ged/work/{name}", "not a generated work id (legacy layout)")
             continue
         _read_work_item(reader, checkout, name)
     for name in reader.subdirs(".ged/runtime"):
-        if gov.is_work_id(name) and name not in work_ids and reader.data(
+        if is_work_id(name) and name not in work_ids and reader.data(
             f".ged/runtime/{name}/governance.json"
         ) is not None:
             raise _refuse(f".ged/runtime/{name}/governance.json",
@@ -698,11 +692,7 @@ def _named(rel: str, call: Callable[[], T]) -> T:
     try:
         return call()
     except ValidationError as exc:
-        if hasattr(exc, "error_dict"):
-            text = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
-        else:
-            text = _messages(exc)
-        raise CheckoutRefused(f"{rel}: {text}") from None
+        raise CheckoutRefused(f"{rel}: {validation_error_line(exc)}") from None
     except DomainError as exc:
         raise type(exc)(f"{rel}: {exc.message}", **exc.extra) from None
 
@@ -715,10 +705,6 @@ def import_label(root: Path) -> str:
 # --- trusting the checkout's standards decisions ---------------------------------------------
 
 TRUSTED_BY_PREFIX = "ged_import:trusted-by:"
-# No ':' (so the name cannot read as another prefix), no spaces or '|' (so it
-# reads as one word in the mirror and the admin), and short enough that the
-# label fits StandardsDecision.decided_by (64) whole.
-TRUSTED_BY_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,41}")
 _IMPORT_STATE = ".ged/IMPORT-STATE.json"
 
 

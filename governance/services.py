@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -36,6 +37,8 @@ from gedweb.errors import (
 )
 from gedweb.lib import governance as gov
 from gedweb.lib.fingerprint import file_set_fingerprint
+from gedweb.lib.ids import is_task_id
+from gedweb.validation import FieldErrors, validate_text
 from governance.models import (
     ActiveWork,
     EvidenceRecord,
@@ -201,11 +204,16 @@ MAX_EVIDENCE_BYTES = 64 * 1024
 
 
 def validate_work_text(content: str) -> None:
-    """A work file's or task artifact's text: at most MAX_WORK_FILE_CHARS characters."""
+    """A work file's or task artifact's text: at most MAX_WORK_FILE_CHARS characters of text.
+
+    It may be empty: GedPi's work files are whole files, kept as written.
+    """
+    errors = FieldErrors()
     if len(content) > MAX_WORK_FILE_CHARS:
-        raise ValidationError(
-            {"content": [f"must be at most {MAX_WORK_FILE_CHARS:,} characters"]}
-        )
+        errors.add("content", f"must be at most {MAX_WORK_FILE_CHARS:,} characters")
+    else:
+        errors.check("content", partial(validate_text, blank_allowed=True), content)
+    errors.raise_if_any()
 
 
 def validate_evidence_size(record: dict[str, Any]) -> None:
@@ -531,8 +539,8 @@ def work_file_write(*, work: WorkItem, name: str, content: str, author: str,
 
 
 def validate_task_id(task_id: str) -> None:
-    """A task id is one path segment of .ged/work/<id>/tasks/ (gedweb.lib.governance)."""
-    if not gov.SEGMENT_RE.fullmatch(task_id.lower()):
+    """A task id is one path segment of .ged/work/<id>/tasks/ (gedweb.lib.ids.TASK_ID)."""
+    if not is_task_id(task_id):
         raise ValidationError({"task_id": [
             "must be 1-128 characters of letters, digits, '.', '_' and '-', starting with a "
             "letter or digit"]})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -23,6 +24,7 @@ from gedweb.errors import Conflict
 from gedweb.lib import skills as rules
 from gedweb.lib.digest import sha256_text
 from gedweb.lib.governance import format_time
+from gedweb.validation import FieldErrors, validate_text
 from governance import ledger
 from governance.models import Skill
 from memory import quotas
@@ -39,20 +41,26 @@ class SkillWrite:
 
 
 def validate_skill(*, name: str, content: str, reason: str, source: str | None) -> None:
-    problems: dict[str, list[str]] = {}
+    errors = FieldErrors()
     problem = rules.name_problem(name)
     if problem:
-        problems["name"] = [problem]
+        errors.add("name", problem)
     else:
         problem = rules.content_problem(name, content)
         if problem:
-            problems["content"] = [problem]
-    if not reason.strip() or len(reason) > rules.MAX_REASON_CHARS:
-        problems["reason"] = [f"must be 1-{rules.MAX_REASON_CHARS} characters, not blank"]
-    if source is not None and not 1 <= len(source) <= rules.MAX_SOURCE_CHARS:
-        problems["source"] = [f"must be 1-{rules.MAX_SOURCE_CHARS:,} characters"]
-    if problems:
-        raise ValidationError(problems)
+            errors.add("content", problem)
+    reason_rule = f"must be 1-{rules.MAX_REASON_CHARS} characters, not blank"
+    if len(reason) > rules.MAX_REASON_CHARS:
+        errors.add("reason", reason_rule)
+    else:
+        errors.check("reason", partial(validate_text, blank_message=reason_rule), reason)
+    if source is not None:
+        if not 1 <= len(source) <= rules.MAX_SOURCE_CHARS:
+            errors.add("source", f"must be 1-{rules.MAX_SOURCE_CHARS:,} characters")
+        else:
+            # A source may be blank: it only says where the skill came from.
+            errors.check("source", partial(validate_text, blank_allowed=True), source)
+    errors.raise_if_any()
 
 
 def _next_version(project: Project, name: str) -> NextVersion[Skill]:

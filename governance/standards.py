@@ -22,6 +22,7 @@ from django.utils import timezone
 from gedweb.errors import Conflict
 from gedweb.lib.digest import sha256_text
 from gedweb.lib.standards import render_standards
+from gedweb.validation import collect_errors, validate_text
 from governance import ledger
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
 from memory import quotas
@@ -44,14 +45,7 @@ MAX_STANDARDS_CHARS = 200_000
 def validate_standards_content(value: str) -> None:
     if len(value) > MAX_STANDARDS_CHARS:
         raise ValidationError(f"must be at most {MAX_STANDARDS_CHARS:,} characters")
-    if "\x00" in value:
-        raise ValidationError("must not contain NUL characters")
-    if not value.strip():
-        raise ValidationError("must not be empty or whitespace-only")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("must be valid UTF-8 text (no lone surrogates)") from None
+    validate_text(value, blank_message="must not be empty or whitespace-only")
 
 
 def validate_standards_path(value: str) -> None:
@@ -66,17 +60,10 @@ def standards_import_submit(
     *, project: Project, path: str, content: str, author: str
 ) -> tuple[StandardsImport, bool]:
     """Record bytes for approval; a known (path, sha256) returns its decision unchanged."""
-    problems: dict[str, list[str]] = {}
-    for field, check, value in (
-        ("path", validate_standards_path, path),
-        ("content", validate_standards_content, content),
-    ):
-        try:
-            check(value)
-        except ValidationError as exc:
-            problems[field] = list(exc.messages)
-    if problems:
-        raise ValidationError(problems)
+    collect_errors({
+        "path": (validate_standards_path, path),
+        "content": (validate_standards_content, content),
+    })
     sha256 = sha256_text(content)
     lookup = StandardsImport.objects.select_related("decision").filter(
         project=project, path=path, sha256=sha256

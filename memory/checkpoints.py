@@ -197,7 +197,7 @@ RowSource = Callable[[str, int], Iterable[Checkpoint]]
 def file_path(project_id: str, *, name: str = CHECKPOINTS_NAME) -> Path:
     # Not mirror.project_dir(): reading evidence must not refuse a path the
     # doctor's mirror checks report on their own.
-    return Path(settings.MEMORY_ROOT) / project_id / name
+    return mirror.memory_dir(project_id) / name
 
 
 def parse_line(text: str) -> Checkpoint | None:

@@ -14,7 +14,6 @@ and this store writes a handoff only for the work item row it is handed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,8 +23,9 @@ from django.utils import timezone
 
 from gedweb.errors import Conflict, StaleRevision
 from gedweb.lib.digest import sha256_text
-from gedweb.lib.governance import WORK_ID_RE
+from gedweb.lib.ids import SEGMENT, is_document_id, is_work_id
 from gedweb.lib.substantive import is_substantive
+from gedweb.validation import FieldErrors, validate_text
 from memory import quotas
 from memory.locks import next_version
 from memory.models import DocumentRevision, Project
@@ -41,14 +41,11 @@ __all__ = [
     "parse_document_path",
 ]
 
-# gedpi-behaviour.md §9.4: report and ADR ids. fullmatch, since "$" alone
-# would also accept an id that ends in a newline.
-DOCUMENT_ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 MAX_DOCUMENT_CHARS = 200_000
 MAX_REASON_CHARS = 1_000
 PATH_RULE = (
     "must be PROJECT.md, CONTEXT.md, adr/<id>.md, reports/<id>.md or handoff/<work_id>.md, "
-    "where <id> matches ^[a-z0-9][a-z0-9._-]{0,127}$ and <work_id> is a generated work id"
+    f"where <id> matches ^{SEGMENT}$ and <work_id> is a generated work id"
 )
 
 
@@ -75,10 +72,7 @@ def parse_document_path(path: str) -> DocumentPath:
     for folder, kind in _FOLDERS.items():
         if path.startswith(folder) and path.endswith(".md"):
             ident = path[len(folder) : -len(".md")]
-            if kind == "handoff":
-                valid = WORK_ID_RE.fullmatch(ident) is not None
-            else:
-                valid = DOCUMENT_ID_RE.fullmatch(ident) is not None
+            valid = is_work_id(ident) if kind == "handoff" else is_document_id(ident)
             if valid:
                 return DocumentPath(kind, path, ident)
     raise ValueError(PATH_RULE)
@@ -132,12 +126,8 @@ def validate_document_content(value: str) -> None:
         raise ValidationError(
             f"must be at most {MAX_DOCUMENT_CHARS:,} characters, got {len(value):,}"
         )
-    if "\x00" in value:
-        raise ValidationError("must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("must be valid Unicode text (no lone surrogates)") from None
+    # Blank text is not substantive, which the check below names.
+    validate_text(value, blank_allowed=True)
     if not is_substantive(value):
         raise ValidationError(
             "requires substantive content: more than headings, table separator rows, "
@@ -148,16 +138,9 @@ def validate_document_content(value: str) -> None:
 def validate_document_reason(value: str | None) -> None:
     if value is None:
         return
-    if not value.strip():
-        raise ValidationError("must not be blank; omit it instead")
+    validate_text(value, blank_message="must not be blank; omit it instead")
     if len(value) > MAX_REASON_CHARS:
         raise ValidationError(f"must be at most {MAX_REASON_CHARS} characters")
-    if "\x00" in value:
-        raise ValidationError("must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("must be valid Unicode text (no lone surrogates)") from None
 
 
 # --- writes ---------------------------------------------------------------------------
@@ -198,19 +181,12 @@ def document_put(
     the backstop.
     """
     target = validate_document_path(path)
-    errors: dict[str, list[str]] = {}
-    for field, validator, value in (
-        ("content", validate_document_content, content),
-        ("reason", validate_document_reason, reason),
-    ):
-        try:
-            validator(value)
-        except ValidationError as exc:
-            errors[field] = list(exc.messages)
+    errors = FieldErrors()
+    errors.check("content", validate_document_content, content)
+    errors.check("reason", validate_document_reason, reason)
     if expected_revision is not None and expected_revision < 0:
-        errors["expected_revision"] = ["must be 0 (a new document) or a revision number"]
-    if errors:
-        raise ValidationError(errors)
+        errors.add("expected_revision", "must be 0 (a new document) or a revision number")
+    errors.raise_if_any()
     if target.kind == "handoff":
         _require_work_item(project, target.ident or "", work_item)
     try:

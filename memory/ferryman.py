@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gedweb.lib.ids import IDEMPOTENCY_KEY_RE
 from memory.services import ImportRow
-from memory.validators import IDEMPOTENCY_KEY_RE, MAX_CONTENT_BYTES
+from memory.validators import MAX_CONTENT_BYTES
 
 # Limits on what ferryman_import reads (docs/interop.md, "Hostile files").
 MAX_ROWS = 100_000  # memory rows of the chosen project, or entries of a MEMORY.md

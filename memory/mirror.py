@@ -63,9 +63,20 @@ class SyncResult:
     rebuilt: bool
 
 
+def memory_dir(project_id: str) -> Path:
+    """``<GEDWEB_MEMORY_ROOT>/<project>``: where the project's files live outside any workspace.
+
+    The one place that says so. Readers that report on the directory
+    (doctor, ``memory mirror --check``, the checkpoint files' evidence) use
+    it as it is; writers go through project_dir, which refuses an unsafe one.
+    """
+    return Path(settings.MEMORY_ROOT) / project_id
+
+
 def project_dir(project_id: str) -> Path:
+    """memory_dir(project_id), refused unless it is a directory under the root to write in."""
     root = Path(settings.MEMORY_ROOT)
-    directory = root / project_id
+    directory = memory_dir(project_id)
     # Project ids match ^[a-z0-9-]+$: one path component, never "." or
     # "..", so root / id names a child of root unless someone replaced it
     # with a symlink. (Checked with one lstat; resolving both paths on

@@ -24,6 +24,7 @@ from django.utils import timezone
 from gedweb.errors import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
+from gedweb.validation import collect_errors, validation_error_line
 from memory import checkpoints, mirror, quotas
 from memory.locks import lock_project
 from memory.models import (
@@ -37,7 +38,6 @@ from memory.models import (
 )
 from memory.querysets import newest_chain_row
 from memory.validators import (
-    collect_errors,
     validate_category,
     validate_content,
     validate_idempotency_key,
@@ -394,10 +394,7 @@ def _validate_import_row(row: ImportRow) -> None:
         if row.created_at.tzinfo is None or row.created_at.utcoffset() is None:
             raise ValidationError({"created_at": ["must carry a UTC offset"]})
     except ValidationError as exc:
-        details = "; ".join(
-            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
-        )
-        raise ValidationError(f"{row.label}: {details}") from None
+        raise ValidationError(f"{row.label}: {validation_error_line(exc)}") from None
 
 
 def memory_entries_import(

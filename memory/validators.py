@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
 from django.core.exceptions import ValidationError
 
-PROJECT_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
-CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
-# No ":": GedWeb's own authors use it ("user:vera" for an operator, the
-# import commands' names), so a token named like one could pass for it.
-TOKEN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+from gedweb.lib.ids import (
+    CATEGORY_RE,
+    IDEMPOTENCY_KEY_RE,
+    PROJECT_ID,
+    PROJECT_ID_RE,
+    TOKEN_NAME_RE,
+)
+from gedweb.validation import validate_text
+
 # The authors GedWeb itself writes as: the admin token, the commands, the
 # system. A token of that name would make its entries indistinguishable.
 RESERVED_TOKEN_NAMES = frozenset({"admin", "cli", "system"})
-IDEMPOTENCY_KEY_RE = re.compile(r"^[\x20-\x7e]{1,255}$")
-# Checked with fullmatch: "$" alone also matches before a final newline.
 
 MAX_CONTENT_BYTES = 32_000
 MAX_SOURCE_CHARS = 128
@@ -26,7 +26,7 @@ def validate_project_id(value: str) -> None:
     if not isinstance(value, str) or not PROJECT_ID_RE.fullmatch(value):
         raise ValidationError(
             "must be 1-64 lowercase letters, digits or inner hyphens "
-            "(^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$)"
+            f"(^{PROJECT_ID}$)"
         )
 
 
@@ -48,14 +48,8 @@ def validate_category(value: str) -> None:
 
 
 def validate_content(value: str) -> None:
-    if "\x00" in value:
-        raise ValidationError("must not contain NUL characters")
-    if not value.strip():
-        raise ValidationError("must not be blank")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValidationError("must be valid Unicode text (no lone surrogates)") from None
+    validate_text(value)
+    size = len(value.encode("utf-8"))
     if size > MAX_CONTENT_BYTES:
         raise ValidationError(f"must be at most {MAX_CONTENT_BYTES} UTF-8 bytes, got {size}")
 
@@ -93,15 +87,3 @@ def validate_supplied_token(value: str) -> None:
 def validate_idempotency_key(value: str) -> None:
     if not IDEMPOTENCY_KEY_RE.fullmatch(value):
         raise ValidationError("must be 1-255 printable ASCII characters")
-
-
-def collect_errors(checks: dict[str, tuple[object, object]]) -> None:
-    """Run each (validator, value) and raise one ValidationError naming every bad field."""
-    errors: dict[str, list[str]] = {}
-    for field, (validator, value) in checks.items():
-        try:
-            validator(value)  # type: ignore[operator]
-        except ValidationError as exc:
-            errors[field] = list(exc.messages)
-    if errors:
-        raise ValidationError(errors)

@@ -20,6 +20,7 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
 from gedweb.cli.client import ApiError, Client, NetworkError
+from gedweb.lib.ids import CATEGORY
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                   idempotent_hint=True, open_world_hint=False)
@@ -39,7 +40,7 @@ TOOLS: list[types.Tool] = [
         description="Append an entry to the project's append-only memory. Retried with one "
                     "idempotency key, so it never doubles an entry.",
         input_schema=_schema({
-            "category": {"type": "string", "pattern": "^[a-z][a-z0-9_.-]{0,63}$",
+            "category": {"type": "string", "pattern": f"^{CATEGORY}$",
                          "description": "e.g. decision, note, fact"},
             "content": {"type": "string", "minLength": 1},
             "source": {"type": "string", "description": "default: operator"},

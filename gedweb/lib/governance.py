@@ -30,6 +30,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from gedweb.lib.ids import is_work_id
+
 SCHEMA_VERSION = 1
 
 # --- error codes ------------------------------------------------------------
@@ -135,8 +137,6 @@ REASONS: dict[ReasonCode, tuple[Mode, str]] = {
 # --- time, ids and text -------------------------------------------------------
 
 _CANONICAL_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-WORK_ID_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,47})-\d{17}-[a-f0-9]{32}$")
-SEGMENT_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 _ENTROPY_RE = re.compile(r"^[a-f0-9]{32}$")
 MAX_SUMMARY_CHARS = 240
 MAX_REASON_CHARS = 500
@@ -182,10 +182,6 @@ def work_id_for(summary: str, moment: datetime, entropy: str) -> str:
         raise ValueError("work id entropy must be exactly 32 lowercase hex characters")
     stamp = re.sub(r"[-:.TZ]", "", format_time(moment))
     return f"{work_slug(summary)}-{stamp}-{entropy}"
-
-
-def is_work_id(value: Any) -> bool:
-    return isinstance(value, str) and bool(WORK_ID_RE.match(value))
 
 
 # --- mode resolution (§2.10) -------------------------------------------------

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+from gedweb.lib.ids import SKILL_NAME, is_skill_name
+from gedweb.lib.text import text_problem
+
 MAX_CONTENT_CHARS = 100_000
 MAX_REASON_CHARS = 500
 MAX_SOURCE_CHARS = 1_000
@@ -27,10 +29,10 @@ _QUOTED = re.compile(r"\"([^\"\n]*)\"")
 def name_problem(name: str) -> str | None:
     if not 1 <= len(name) <= 64:
         return "must be 1-64 characters"
-    if not NAME_RE.fullmatch(name) or "--" in name:
+    if not is_skill_name(name):
         return (
             "must be lowercase letters, digits and single inner hyphens "
-            "(^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$, no '--')"
+            f"(^{SKILL_NAME}$, no '--')"
         )
     return None
 
@@ -77,8 +79,10 @@ def description(content: str) -> str | None:
 def content_problem(name: str, content: str) -> str | None:
     if not 1 <= len(content) <= MAX_CONTENT_CHARS:
         return f"must be 1-{MAX_CONTENT_CHARS:,} characters"
-    if "\x00" in content:
-        return "must not contain NUL characters"
+    # Blank content has no front matter, which the check below names.
+    problem = text_problem(content, blank_allowed=True)
+    if problem is not None:
+        return problem
     block = front_matter(content)
     if block is None:
         return (

@@ -19,7 +19,8 @@ from rest_framework.response import Response
 
 from gedweb.api.views import ProjectAPIView, errors, refuse_body, validated_query
 from gedweb.errors import Conflict
-from gedweb.lib.governance import SEGMENT_RE, format_time, render_state_md
+from gedweb.lib.governance import format_time, render_state_md
+from gedweb.lib.ids import is_task_id
 from gedweb.pagination import keyset_slice
 from governance import selectors, services
 from governance.api import serializers as s
@@ -158,7 +159,7 @@ class WorkFileView(WorkAPIView):
 class TaskArtifactView(WorkAPIView):
     def _target(self, task_id: str, name: str) -> str:
         # A task id outside the rule (services.validate_task_id) names no artifact.
-        if not SEGMENT_RE.fullmatch(task_id.lower()) or name not in TaskArtifact.Name.values:
+        if not is_task_id(task_id) or name not in TaskArtifact.Name.values:
             raise Http404
         return name
 

@@ -21,6 +21,7 @@ from gedweb.api.serializers import (
     StrictSerializer,
     TimestampField,
 )
+from gedweb.lib.ids import CATEGORY, PROJECT_ID
 from memory.models import MemoryEntry
 from memory.validators import (
     validate_category,
@@ -78,7 +79,7 @@ class ProjectCreateSerializer(StrictSerializer):
     id = StrictCharField(
         allow_blank=False,
         validators=[validate_project_id],
-        help_text="^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+        help_text=f"^{PROJECT_ID}$",
     )
     name = StrictCharField(allow_blank=False, validators=[validate_project_name])
     token = StrictCharField(
@@ -108,7 +109,7 @@ class ProjectListSerializer(serializers.Serializer):
 
 class EntryCreateSerializer(StrictSerializer):
     category = StrictCharField(
-        allow_blank=False, validators=[validate_category], help_text="^[a-z][a-z0-9_.-]{0,63}$"
+        allow_blank=False, validators=[validate_category], help_text=f"^{CATEGORY}$"
     )
     content = StrictCharField(
         allow_blank=False,

@@ -105,9 +105,25 @@ def test_the_file_label_is_a_json_string():
     assert block.split("\n", 1)[0].endswith('file="we\\"ird\\nname">>>')
 
 
-def test_an_unknown_trust_label_is_refused():
-    with pytest.raises(ValueError):
+def test_a_non_ascii_file_label_is_kept_as_it_is():
+    block = frame(DURABLE_DATA, "docs/Zürich-東京.md", "x", 10)
+    assert block.split("\n", 1)[0].endswith('file="docs/Zürich-東京.md">>>')
+
+
+def test_an_unknown_trust_label_is_refused_by_name():
+    with pytest.raises(ValueError) as refused:
         frame("instructions", "x", "y", 10)
+    assert str(refused.value) == "unknown trust label 'instructions'"
+
+
+def test_text_of_exactly_the_limit_is_not_clipped():
+    assert clip("abc", 3) == "abc"
+    assert clip("  abc \n", 3) == "abc"  # the limit applies to the stripped text
+    assert clip("abcd", 3) == "abc\u2026"
+
+
+def test_no_limit_keeps_the_whole_stripped_text():
+    assert clip(" " + "x" * 10_000 + " ", None) == "x" * 10_000
 
 
 @given(st.text(), st.sampled_from([DURABLE_DATA, RUNTIME_DATA, APPROVED_INSTRUCTIONS]),

@@ -361,6 +361,10 @@ def test_the_issue_example_no_longer_reads_as_another_author():
     ('"q"', '`"\\"q\\""`'),
     ("a\nb", '`"a\\nb"`'),
     ("", '`""`'),
+    ("X|y", "`X|y`"),
+    ("y|X", "`y|X`"),
+    (" X", "`  X `"),
+    ("X ", "` X  `"),
 ])
 def test_the_code_span_rules(value, written):
     assert provenance_value(value) == written
@@ -382,9 +386,24 @@ def test_hostile_values_keep_the_mirror_structure(value):
     + HASH_1 + "_",
     "_Source: a | Author: `\"x` | Entry: " + UUID_1 + " | Corrects: - | Hash: " + HASH_1 + "_",
     "_Source: a | Entry: " + UUID_1 + "_",
+    "_Source: !x | Author: a | Entry: " + UUID_1 + " | Corrects: - | Hash: " + HASH_1 + "_",
+    "_Source: a | Author: !x | Entry: " + UUID_1 + " | Corrects: - | Hash: " + HASH_1 + "_",
 ])
 def test_parse_provenance_refuses_a_line_no_writer_produces(line):
     assert parse_provenance(line) is None
+
+
+@pytest.mark.parametrize(("span", "value"), [
+    ("` X `", "X"),
+    ("` \t `", "\t"),
+    ("`  `", "  "),
+    ("` `", " "),
+])
+def test_a_code_span_loses_one_padding_space_each_side_unless_it_is_all_spaces(span, value):
+    # CommonMark's rule: only the space character pads, and a span of spaces only keeps them.
+    line = f"_Source: {span} | Author: a | Entry: {UUID_1} | Corrects: - | Hash: {HASH_1}_"
+    assert parse_provenance(line) == {"source": value, "author": "a", "id": UUID_1,
+                                      "corrects": None, "hash": HASH_1}
 
 
 # What memory.validators.validate_source allows (1-128 printable characters),

@@ -15,7 +15,7 @@ from gedweb.checkout.v3.reasons import (
     REASONS_KEPT_CANONICAL,
 )
 from gedweb.checkout.v3.texts import as_text, collation_key, js_trim
-from gedweb.lib.governance import WORK_ID_RE
+from gedweb.lib.ids import WORK_ID_RE
 
 TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TASK_PATTERNS = (

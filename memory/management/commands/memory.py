@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
@@ -129,7 +127,7 @@ class Command(GedWebCommand):
             drifted = [p.pk for p in projects if not mirror.check(p)]
             for project_id in drifted:
                 # Not mirror_path(): it refuses the unsafe paths being reported here.
-                path = Path(settings.MEMORY_ROOT) / project_id / mirror.MIRROR_NAME
+                path = mirror.memory_dir(project_id) / mirror.MIRROR_NAME
                 self.stderr.write(f"mirror drifted: {path}")
             self.stdout.write(to_json({"checked": len(projects), "drifted": drifted}))
             if drifted:
