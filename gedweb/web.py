@@ -2,7 +2,7 @@
 
 Every project page gets its project through project_or_404 (members only:
 anyone else gets the 404 a missing project gets) and pages through
-keyset_page.
+keyset_page, the team pages' face of the one keyset paginator.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
+from gedweb.pagination import key_of, keyset_slice
 from memory.models import Membership, Project
 
 PAGE_SIZE = 50
@@ -60,25 +61,22 @@ class Page:
 
 def keyset_page(rows: Any, key: str, before: int | None, after: int | None,
                 size: int, order: str | None = None) -> Page:
-    """Newest-first keyset pagination on an indexed integer column; never OFFSET or COUNT.
+    """Newest-first keyset pagination on an indexed integer column (gedweb.pagination).
 
     ``before=k`` shows the next ``size`` rows with key < k (older), ``after=k``
     the ``size`` rows with key > k nearest to it (newer). The opposite link
     exists whenever a cursor brought the reader here. ``order`` names another
     column that sorts the rows exactly as ``key`` does (see seq_order_key).
     """
-    order = order or key
     if after is not None:
-        chunk = list(rows.filter(**{f"{key}__gt": after}).order_by(order)[: size + 1])
-        more = len(chunk) > size
-        items = list(reversed(chunk[:size]))
-        newer = getattr(items[0], key) if more and items else None
-        older = getattr(items[-1], key) if items else after + 1
+        nearer = keyset_slice(rows, key=key, limit=size, after=after, order=order)
+        items = list(reversed(nearer.items))
+        newer = key_of(items[0], key) if nearer.more and items else None
+        older = key_of(items[-1], key) if items else after + 1
         return Page(items, newer, older)
-    if before is not None:
-        rows = rows.filter(**{f"{key}__lt": before})
-    chunk = list(rows.order_by(f"-{order}")[: size + 1])
-    items = chunk[:size]
-    older = getattr(items[-1], key) if len(chunk) > size else None
-    newer = (getattr(items[0], key) if items else before - 1) if before is not None else None
+    older_rows = keyset_slice(rows, key=key, limit=size, before=before, descending=True,
+                              order=order)
+    items = older_rows.items
+    older = older_rows.next_cursor
+    newer = (key_of(items[0], key) if items else before - 1) if before is not None else None
     return Page(items, newer, older)

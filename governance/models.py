@@ -248,18 +248,6 @@ class ActiveWork(models.Model):
     def __str__(self) -> str:
         return f"{self.project_id} session {self.session_key} -> {self.work.work_id}"
 
-    def as_dict(self) -> dict[str, Any]:
-        from gedweb.lib.governance import format_time
-
-        return {
-            "schemaVersion": 1,
-            "sessionId": self.session_id,
-            "workId": self.work.work_id,
-            "operation": self.operation,
-            "selectedAt": format_time(self.selected_at),
-            "requestId": self.request_id,
-        }
-
 
 # --- standards imports ---------------------------------------------------------------
 

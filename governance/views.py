@@ -10,26 +10,20 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
-from governance import services, skills, standards
-from governance.models import ContextDelivery, GovernanceRevision, Skill, StandardsImport, WorkItem
+from governance import selectors, services, skills, standards
+from governance.models import GovernanceRevision, Skill, StandardsImport, WorkItem
 
 
 @login_required
 def work_list(request: HttpRequest, project_id: str) -> HttpResponse:
     """Work items, newest first, each with its current lifecycle, mode and slice."""
     project = project_or_404(request, project_id)
-    newest = (
-        GovernanceRevision.objects.filter(work=OuterRef("pk"))
-        .order_by("-revision")
-        .values("document_json")[:1]
-    )
-    rows = WorkItem.objects.for_project(project).annotate(current_json=Subquery(newest))
+    rows = selectors.work_list(project=project, with_state=True)
     page = keyset_page(rows, "id", cursor_value(request.GET.get("before")),
                        cursor_value(request.GET.get("after")), PAGE_SIZE)
     items = []
@@ -156,7 +150,7 @@ def skill_detail(request: HttpRequest, project_id: str, name: str) -> HttpRespon
 def context_log(request: HttpRequest, project_id: str) -> HttpResponse:
     """Who received which context bundle bytes, newest first."""
     project = project_or_404(request, project_id)
-    rows = ContextDelivery.objects.filter(project=project).select_related("work")
+    rows = selectors.context_delivery_list(project=project)
     page = keyset_page(rows, "id", cursor_value(request.GET.get("before")),
                        cursor_value(request.GET.get("after")), PAGE_SIZE)
     return render(request, "governance/context_log.html", {

@@ -86,10 +86,6 @@ class Checkpoint:
     mac: str
     key_id: str = ""  # "" on v1 lines and rows from before key ids
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "hash": self.hash, "created_at": self.created_at,
-                "key_id": self.key_id or None}
-
     def line(self) -> str:
         if not self.key_id:
             return f"v1 {self.seq} {self.hash} {self.created_at} {self.mac}\n"
@@ -107,9 +103,6 @@ class Problem:
     seq: int | None
     message: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "seq": self.seq, "message": self.message}
-
 
 @dataclass(frozen=True)
 class VerifyReport:
@@ -121,16 +114,6 @@ class VerifyReport:
     first_bad_seq: int | None
     checkpoint: Checkpoint | None = None
     problems: list[Problem] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "entries": self.entries,
-            "head": self.head,
-            "first_bad_seq": self.first_bad_seq,
-            "checkpoint": self.checkpoint.as_dict() if self.checkpoint else None,
-            "problems": [problem.as_dict() for problem in self.problems],
-        }
 
 
 # --- authentication ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ and this store writes a handoff only for the work item row it is handed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -28,7 +28,7 @@ from gedweb.lib.substantive import is_substantive
 from gedweb.validation import FieldErrors, validate_text
 from memory import quotas
 from memory.locks import next_version
-from memory.models import DocumentRevision, Project, format_timestamp
+from memory.models import DocumentRevision, Project
 
 __all__ = [
     "DocumentPath",
@@ -272,13 +272,3 @@ def document_list(project: Project, prefix: str = "") -> list[DocumentRevision]:
     """
     rows = DocumentRevision.objects.for_project(project).current().defer("content")
     return sorted((row for row in rows if row.path.startswith(prefix)), key=lambda r: r.path)
-
-
-def as_list_item(row: DocumentRevision) -> dict[str, Any]:
-    return {
-        "path": row.path,
-        "revision": row.revision,
-        "sha256": row.sha256,
-        "author": row.author,
-        "updated_at": format_timestamp(row.created_at),
-    }

@@ -71,9 +71,6 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.id
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "created_at": format_timestamp(self.created_at)}
-
 
 class MembershipRole(models.TextChoices):
     VIEWER = "viewer"
@@ -255,15 +252,6 @@ class MemoryEntry(AppendOnlyModel):
             "hash": self.hash,
         }
 
-    def as_dict(self) -> dict[str, Any]:
-        """The entry as the API, the commands and the mirror show it."""
-        rows = getattr(self, "corrected_by_rows", None)
-        if rows is not None:
-            corrected_by = [row.uuid for row in rows]
-        else:
-            corrected_by = list(self.corrected_by.order_by("seq").values_list("uuid", flat=True))
-        return {**self.chain_row(), "corrected_by": [str(value) for value in corrected_by]}
-
 
 class ChainCheckpoint(AppendOnlyModel):
     """A signed record of a project's chain head: after it, the log may only grow.
@@ -354,26 +342,11 @@ class MemoryCandidate(models.Model):
     def __str__(self) -> str:
         return f"{self.project_id} candidate {self.uuid}"
 
-    def _entry_uuid_text(self) -> str | None:
+    def entry_uuid_text(self) -> str | None:
         if self.entry_id is None:
             return None
         value = getattr(self, "entry_uuid", None) or self.entry.uuid
         return str(value)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": str(self.uuid),
-            "project_id": self.project_id,
-            "category": self.category,
-            "content": self.content,
-            "source": self.source,
-            "author": self.author,
-            "status": self.status,
-            "created_at": format_timestamp(self.created_at),
-            "resolved_at": format_timestamp(self.resolved_at) if self.resolved_at else None,
-            "resolved_by": self.resolved_by or None,
-            "entry_id": self._entry_uuid_text(),
-        }
 
 
 class DocumentRevision(AppendOnlyModel):
@@ -413,19 +386,6 @@ class DocumentRevision(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.project_id}/{self.path}@{self.revision}"
-
-    def summary_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "revision": self.revision,
-            "sha256": self.sha256,
-            "author": self.author,
-            "created_at": format_timestamp(self.created_at),
-            "reason": self.reason,
-        }
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**self.summary_dict(), "content": self.content}
 
 
 class RateCounter(models.Model):

@@ -85,7 +85,7 @@ class EntryQuerySet(AppendOnlyQuerySet):
         return self.exclude(Exists(MemoryEntry.objects.filter(corrects=OuterRef("pk"))))
 
     def with_links(self) -> EntryQuerySet:
-        """Load what as_dict() needs for corrections in two queries, not one per row."""
+        """Load what EntrySerializer needs for corrections in two queries, not one per row."""
         from memory.models import MemoryEntry
 
         return self.annotate(corrects_uuid=F("corrects__uuid")).prefetch_related(
@@ -150,11 +150,6 @@ class EntryQuerySet(AppendOnlyQuerySet):
         with connection.cursor() as cursor:
             cursor.execute(sql, [project_id, project_id, limit])
             return [row[0] for row in cursor.fetchall()]
-
-    def in_seq_order(self, *, descending: bool = False, searched: bool = False) -> EntryQuerySet:
-        """Order by seq; see seq_order_key() for full-text searches on SQLite."""
-        key = seq_order_key(searched)
-        return self.order_by(f"-{key}" if descending else key)
 
     def _chain_values(self, order: str) -> models.QuerySet:
         return (

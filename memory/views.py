@@ -18,7 +18,7 @@ from django.shortcuts import render
 
 from gedweb.lib.mirror import render_chunks, render_full
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
-from memory import documents
+from memory import documents, selectors
 from memory.models import Membership, MemoryEntry, Project
 from memory.querysets import seq_order_key
 from memory.validators import validate_category, validate_source
@@ -74,14 +74,9 @@ def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
     category = _choice(request, "category", validate_category)
     source = _choice(request, "source", validate_source)
     query = request.GET.get("q", "").strip()[:200]
-    entries = MemoryEntry.objects.for_project(project)
-    if category:
-        entries = entries.filter(category=category)
-    if source:
-        entries = entries.filter(source=source)
-    if query:
-        entries = entries.search(query, project=project)
-    entries = entries.with_links().annotate(corrects_seq=F("corrects__seq")).defer(
+    entries = selectors.entry_list(
+        project=project, category=category, source=source, q=query or None
+    ).annotate(corrects_seq=F("corrects__seq")).defer(
         "prev_hash", "hash", "idempotency_key", "request_hash"
     )
     page = keyset_page(entries, "seq", cursor_value(request.GET.get("before")),

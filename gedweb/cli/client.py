@@ -217,23 +217,35 @@ class Client:
     def memory_page(self, project: str, **query: Any) -> dict[str, Any]:
         return self.get_json(self.project_path(project, "memory"), **query)
 
-    def memory_all(self, project: str, page_size: int = 500,
-                   **query: Any) -> list[dict[str, Any]]:
-        """Every entry in seq order, following next_cursor."""
+    def all_items(self, path: str, *, page_size: int, cursor_type: type[int] | type[str] = int,
+                  **query: Any) -> list[dict[str, Any]]:
+        """Every item of a cursor-paged listing, oldest first, following next_cursor.
+
+        The one way a client reads a whole listing: each page is asked for
+        ``after`` the previous page's ``next_cursor`` (``cursor_type``: a seq
+        or an id, or a work id as ``str``), and a cursor of another type or
+        one that does not move forward is refused rather than followed forever.
+        """
         items: list[dict[str, Any]] = []
-        after: int | None = None
+        after: int | str | None = None
         while True:
-            page = self.memory_page(project, limit=page_size, after=after, order="asc", **query)
-            batch = page.get("items")
+            page = self.get_json(path, limit=page_size, after=after, **query)
+            batch = page.get("items") if isinstance(page, dict) else None
             if not isinstance(batch, list):
                 raise ApiError(200, "bad_response", "the listing has no items array")
             items.extend(batch)
             cursor = page.get("next_cursor")
             if cursor is None:
                 return items
-            if not isinstance(cursor, int) or (after is not None and cursor <= after):
+            if not _advances(cursor, after, cursor_type):
                 raise ApiError(200, "bad_response", f"next_cursor does not advance: {cursor!r}")
             after = cursor
+
+    def memory_all(self, project: str, page_size: int = 500,
+                   **query: Any) -> list[dict[str, Any]]:
+        """Every entry in seq order."""
+        return self.all_items(self.project_path(project, "memory"), page_size=page_size,
+                              order="asc", **query)
 
     def memory_get(self, project: str, ref: str | int) -> dict[str, Any]:
         return self.get_json(self.project_path(project, "memory", str(ref)))
@@ -258,6 +270,13 @@ class Client:
         return self.request("POST", self.project_path(project, "work", work_id, "governance",
                                                       "guard"),
                             json_body={"action": action}).json()
+
+
+def _advances(cursor: Any, after: int | str | None, cursor_type: type) -> bool:
+    """A next cursor is of the listing's type and past the one its page was asked after."""
+    if isinstance(cursor, bool) or not isinstance(cursor, cursor_type):
+        return False  # JSON's true is no seq, though Python's bool is an int
+    return after is None or cursor > after
 
 
 def _describe(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.serializers import DocumentSerializer
 from gedweb.api.views import ProjectAPIView, validated_query
 from governance.api import serializers as s
 from governance.handoffs import handoff_path, handoff_put
@@ -32,7 +33,7 @@ class HandoffView(ProjectAPIView):
             document = documents.document_current(self.project, path)
         if document is None:
             raise Http404
-        return Response(document.as_dict())
+        return Response(DocumentSerializer.render(document))
 
     def put(self, request: Request, project_id: str, work_id: str) -> Response:
         serializer = s.HandoffPutSerializer(data=request.data)
@@ -46,4 +47,5 @@ class HandoffView(ProjectAPIView):
             expected_revision=data["expected_revision"],
             reason=data["reason"],
         )
-        return Response(result.document.as_dict(), status=201 if result.created else 200)
+        return Response(DocumentSerializer.render(result.document),
+                        status=201 if result.created else 200)

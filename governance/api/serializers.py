@@ -8,9 +8,11 @@ validated strictly by gedweb.lib.governance.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
-from gedweb.api.serializers import StrictCharField, StrictSerializer
+from gedweb.api.serializers import OutputSerializer, StrictCharField, StrictSerializer
 from gedweb.lib import governance as gov
 
 
@@ -83,11 +85,18 @@ class WorkSerializer(serializers.Serializer):
     governance = GovernanceDocumentSerializer()
 
 
-class WorkSummarySerializer(serializers.Serializer):
+class GedPiTimeField(serializers.CharField):
+    """A moment in GedPi's form (gedweb.lib.governance.format_time)."""
+
+    def to_representation(self, value: Any) -> str:
+        return gov.format_time(value)
+
+
+class WorkSummarySerializer(OutputSerializer):
     work_id = serializers.CharField()
     summary = serializers.CharField()
     mode = serializers.CharField()
-    created_at = serializers.CharField()
+    created_at = GedPiTimeField()
     author = serializers.CharField()
 
 
@@ -118,11 +127,11 @@ class FileQuerySerializer(StrictSerializer):
     version = serializers.IntegerField(required=False, min_value=1)
 
 
-class RevisionSummarySerializer(serializers.Serializer):
+class RevisionSummarySerializer(OutputSerializer):
     revision = serializers.IntegerField()
     operation = serializers.CharField()
     author = serializers.CharField()
-    created_at = serializers.CharField()
+    created_at = GedPiTimeField()
     evidence_count = serializers.IntegerField()
 
 
@@ -216,13 +225,26 @@ class ActiveWorkWriteSerializer(StrictSerializer):
     request_id = StrictCharField(max_length=256)
 
 
-class ActiveWorkSerializer(serializers.Serializer):
-    schemaVersion = serializers.IntegerField()
-    sessionId = serializers.CharField()
-    workId = serializers.CharField()
+class ActiveWorkSchemaVersionField(serializers.IntegerField):
+    """GedPi's active-work pointer format, version 1: the only one written."""
+
+    def get_attribute(self, pointer: Any) -> int:
+        return 1
+
+
+class ActiveWorkIdField(serializers.CharField):
+    def get_attribute(self, pointer: Any) -> str:
+        return pointer.work.work_id
+
+
+class ActiveWorkSerializer(OutputSerializer):
+    # GedPi's camelCase pointer file, as GedPi writes it.
+    schemaVersion = ActiveWorkSchemaVersionField()
+    sessionId = serializers.CharField(source="session_id")
+    workId = ActiveWorkIdField()
     operation = serializers.CharField()
-    selectedAt = serializers.CharField()
-    requestId = serializers.CharField()
+    selectedAt = GedPiTimeField(source="selected_at")
+    requestId = serializers.CharField(source="request_id")
 
 
 # --- handoffs ------------------------------------------------------------------------

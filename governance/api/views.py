@@ -21,9 +21,10 @@ from gedweb.api.views import ProjectAPIView, errors, refuse_body, validated_quer
 from gedweb.errors import Conflict
 from gedweb.lib.governance import format_time, render_state_md
 from gedweb.lib.ids import is_task_id
-from governance import services
+from gedweb.pagination import keyset_slice
+from governance import selectors, services
 from governance.api import serializers as s
-from governance.models import ActiveWork, GovernanceRevision, TaskArtifact, WorkFile, WorkItem
+from governance.models import ActiveWork, TaskArtifact, WorkFile, WorkItem
 
 GOVERNANCE_WRITE_ERRORS = (400, 401, 404, 409, 413, 415, 422)
 
@@ -66,27 +67,10 @@ class WorkListView(ProjectAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         query = validated_query(s.WorkListQuerySerializer, request)
-        items = WorkItem.objects.for_project(self.project).order_by("work_id")
-        if "after" in query:
-            items = items.filter(work_id__gt=query["after"])
-        limit = query["limit"]
-        rows = list(items[: limit + 1])
-        next_cursor = rows[limit - 1].work_id if len(rows) > limit else None
-        return Response(
-            {
-                "items": [
-                    {
-                        "work_id": w.work_id,
-                        "summary": w.summary,
-                        "mode": w.mode,
-                        "created_at": format_time(w.created_at),
-                        "author": w.author,
-                    }
-                    for w in rows[:limit]
-                ],
-                "next_cursor": next_cursor,
-            }
-        )
+        page = keyset_slice(selectors.work_list(project=self.project), key="work_id",
+                            limit=query["limit"], after=query.get("after"))
+        return Response({"items": s.WorkSummarySerializer.render_many(page.items),
+                         "next_cursor": page.next_cursor})
 
     @extend_schema(
         operation_id="work_open",
@@ -261,19 +245,10 @@ class RevisionListView(WorkAPIView):
     )
     def get(self, request: Request, project_id: str, work_id: str) -> Response:
         query = validated_query(s.RevisionListQuerySerializer, request)
-        rows = GovernanceRevision.objects.filter(work=self.work).order_by("revision")
-        if "after" in query:
-            rows = rows.filter(revision__gt=query["after"])
-        limit = query["limit"]
-        page = list(
-            rows.values("revision", "operation", "author", "created_at", "evidence_count")[
-                : limit + 1
-            ]
-        )
-        next_cursor = page[limit - 1]["revision"] if len(page) > limit else None
-        for row in page:
-            row["created_at"] = format_time(row["created_at"])
-        return Response({"items": page[:limit], "next_cursor": next_cursor})
+        page = keyset_slice(selectors.revision_summaries(work=self.work), key="revision",
+                            limit=query["limit"], after=query.get("after"))
+        return Response({"items": s.RevisionSummarySerializer.render_many(page.items),
+                         "next_cursor": page.next_cursor})
 
 
 class RevisionDetailView(WorkAPIView):
@@ -513,7 +488,7 @@ class ActiveWorkView(ProjectAPIView):
         summary="The work item this session has selected",
     )
     def get(self, request: Request, project_id: str, session_id: str) -> Response:
-        return Response(self._pointer(self._session(session_id)).as_dict())
+        return Response(s.ActiveWorkSerializer.render(self._pointer(self._session(session_id))))
 
     @extend_schema(
         operation_id="active_work_put",
@@ -537,7 +512,7 @@ class ActiveWorkView(ProjectAPIView):
             operation=data["operation"],
             request_id=data["request_id"],
         )
-        return Response(pointer.as_dict())
+        return Response(s.ActiveWorkSerializer.render(pointer))
 
     @extend_schema(
         operation_id="active_work_delete",

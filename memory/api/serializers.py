@@ -3,7 +3,8 @@
 Input serializers check types and reject unknown fields; value rules live
 in memory.validators and are applied by the services, and by the input
 serializers too, so that one answer names every bad field. Output serializers
-describe what model ``as_dict()`` methods return, for the OpenAPI schema.
+are the one description of each response shape: the views and the commands
+render rows through them, and the OpenAPI schema is generated from them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gedweb.api.serializers import (
+    DocumentRevisionSummarySerializer,
+    OutputSerializer,
     StrictCharField,
     StrictSerializer,
+    TimestampField,
 )
 from gedweb.lib.ids import CATEGORY, PROJECT_ID
+from memory.models import MemoryEntry
 from memory.validators import (
     validate_category,
     validate_content,
@@ -48,6 +53,28 @@ class EntryReferenceField(serializers.Field):
         return value
 
 
+class BlankAsNullField(serializers.CharField):
+    """Text a row keeps as "" until it is set, answered as null until then."""
+
+    def to_representation(self, value: Any) -> str | None:
+        return str(value) or None
+
+
+class CorrectedByField(serializers.ListField):
+    """The uuids of the entries that correct this one, in seq order.
+
+    From the rows EntryQuerySet.with_links() prefetched, else one query.
+    """
+
+    child = serializers.UUIDField()
+
+    def get_attribute(self, entry: MemoryEntry) -> list[Any]:
+        rows = getattr(entry, "corrected_by_rows", None)
+        if rows is not None:
+            return [row.uuid for row in rows]
+        return list(entry.corrected_by.order_by("seq").values_list("uuid", flat=True))
+
+
 class ProjectCreateSerializer(StrictSerializer):
     id = StrictCharField(
         allow_blank=False,
@@ -64,10 +91,10 @@ class ProjectCreateSerializer(StrictSerializer):
     )
 
 
-class ProjectSerializer(serializers.Serializer):
+class ProjectSerializer(OutputSerializer):
     id = serializers.CharField()
     name = serializers.CharField()
-    created_at = serializers.CharField()
+    created_at = TimestampField()
 
 
 class ProjectCreatedSerializer(ProjectSerializer):
@@ -101,19 +128,22 @@ class EntryCreateSerializer(StrictSerializer):
     )
 
 
-class EntrySerializer(serializers.Serializer):
-    id = serializers.UUIDField()
+class EntrySerializer(OutputSerializer):
+    # An entry as the API and the commands show it: its mirror block's data
+    # (MemoryEntry.chain_row) and its links. A comment, not a docstring: a
+    # docstring would become the schema's description.
+    id = serializers.UUIDField(source="uuid")
     seq = serializers.IntegerField()
     project_id = serializers.CharField()
     category = serializers.CharField()
     content = serializers.CharField()
     source = serializers.CharField()
-    corrects = serializers.UUIDField(allow_null=True)
+    corrects = serializers.UUIDField(source="corrects_uuid_text", allow_null=True)
     author = serializers.CharField()
-    created_at = serializers.CharField(help_text="UTC, six fractional digits, +00:00")
+    created_at = TimestampField(help_text="UTC, six fractional digits, +00:00")
     prev_hash = serializers.CharField()
     hash = serializers.CharField()
-    corrected_by = serializers.ListField(child=serializers.UUIDField())
+    corrected_by = CorrectedByField()
 
 
 class EntryPageSerializer(serializers.Serializer):
@@ -142,13 +172,16 @@ class EntryListQuerySerializer(StrictSerializer):
     view = serializers.ChoiceField(choices=["all", "current"], required=False, default="all")
 
 
-class ChainCheckpointSerializer(serializers.Serializer):
+class ChainCheckpointSerializer(OutputSerializer):
     seq = serializers.IntegerField(min_value=1)
     hash = serializers.CharField()
     created_at = serializers.CharField()
+    key_id = BlankAsNullField(
+        allow_null=True, help_text="the signing key's id; null for checkpoints from before key ids"
+    )
 
 
-class VerifyProblemSerializer(serializers.Serializer):
+class VerifyProblemSerializer(OutputSerializer):
     kind = serializers.ChoiceField(
         choices=[
             "chain_broken", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
@@ -159,7 +192,7 @@ class VerifyProblemSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class VerifySerializer(serializers.Serializer):
+class VerifySerializer(OutputSerializer):
     ok = serializers.BooleanField()
     entries = serializers.IntegerField()
     head = serializers.CharField()
@@ -184,18 +217,18 @@ class CandidateCreateSerializer(StrictSerializer):
     )
 
 
-class CandidateSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
+class CandidateSerializer(OutputSerializer):
+    id = serializers.UUIDField(source="uuid")
     project_id = serializers.CharField()
     category = serializers.CharField()
     content = serializers.CharField()
     source = serializers.CharField()
     author = serializers.CharField()
     status = serializers.ChoiceField(choices=["pending", "approved", "rejected"])
-    created_at = serializers.CharField()
-    resolved_at = serializers.CharField(allow_null=True)
-    resolved_by = serializers.CharField(allow_null=True)
-    entry_id = serializers.UUIDField(allow_null=True)
+    created_at = TimestampField()
+    resolved_at = TimestampField(allow_null=True)
+    resolved_by = BlankAsNullField(allow_null=True)
+    entry_id = serializers.UUIDField(source="entry_uuid_text", allow_null=True)
 
 
 class CandidateListQuerySerializer(StrictSerializer):
@@ -229,30 +262,19 @@ class DocumentPutSerializer(StrictSerializer):
     )
 
 
-class DocumentRevisionSummarySerializer(serializers.Serializer):
-    path = serializers.CharField()
-    revision = serializers.IntegerField()
-    sha256 = serializers.CharField(help_text="SHA-256 of the content's UTF-8 bytes")
-    author = serializers.CharField()
-    created_at = serializers.CharField(help_text="UTC, six fractional digits, +00:00")
-    reason = serializers.CharField(allow_null=True)
-
-
-class DocumentSerializer(DocumentRevisionSummarySerializer):
-    content = serializers.CharField()
-
-
 class DocumentRevisionListSerializer(serializers.Serializer):
     path = serializers.CharField()
     items = DocumentRevisionSummarySerializer(many=True)
 
 
-class DocumentListItemSerializer(serializers.Serializer):
+class DocumentListItemSerializer(OutputSerializer):
     path = serializers.CharField()
     revision = serializers.IntegerField(help_text="the current revision")
     sha256 = serializers.CharField()
     author = serializers.CharField(help_text="author of the current revision")
-    updated_at = serializers.CharField(help_text="when the current revision was written")
+    updated_at = TimestampField(
+        source="created_at", help_text="when the current revision was written"
+    )
 
 
 class DocumentListSerializer(serializers.Serializer):

@@ -1,12 +1,10 @@
 """HTTP API for projects, memory entries, candidates, verification and the mirror.
 
 Views stay thin: authenticate, scope to the project, validate the input
-shape, call one service or queryset, return ``as_dict()`` output.
+shape, call one service or selector, answer through the output serializer.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, StreamingHttpResponse
@@ -15,6 +13,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.serializers import DocumentRevisionSummarySerializer, DocumentSerializer
 from gedweb.api.views import (
     READ_ERRORS,
     WRITE_ERRORS,
@@ -25,10 +24,12 @@ from gedweb.api.views import (
     validated_query,
 )
 from gedweb.lib.mirror import render_chunks
-from memory import documents, services
+from gedweb.pagination import keyset_slice
+from memory import documents, selectors, services
 from memory.api import serializers as s
 from memory.api.permissions import IsAdmin
 from memory.models import MemoryCandidate, MemoryEntry, Project
+from memory.querysets import seq_order_key
 
 # --- projects --------------------------------------------------------------
 
@@ -41,7 +42,8 @@ class ProjectListView(GedWebAPIView):
         responses={200: s.ProjectListSerializer, **errors(401, 403)},
     )
     def get(self, request: Request) -> Response:
-        return Response({"items": [p.as_dict() for p in Project.objects.order_by("id")]})
+        projects = Project.objects.order_by("id")
+        return Response({"items": s.ProjectSerializer.render_many(projects)})
 
     @extend_schema(
         operation_id="projects_create",
@@ -56,7 +58,7 @@ class ProjectListView(GedWebAPIView):
         project, raw = services.project_create(
             project_id=data["id"], name=data["name"], token=data.get("token")
         )
-        body = project.as_dict()
+        body = s.ProjectSerializer.render(project)
         if "token" not in data:
             body["token"] = raw
         return Response(body, status=201)
@@ -68,17 +70,10 @@ class ProjectDetailView(ProjectAPIView):
         responses={200: s.ProjectSerializer, **errors(401, 404)},
     )
     def get(self, request: Request, project_id: str) -> Response:
-        return Response(self.project.as_dict())
+        return Response(s.ProjectSerializer.render(self.project))
 
 
 # --- memory entries ----------------------------------------------------------
-
-
-def _page(items: list[Any], limit: int) -> tuple[list[Any], int | None]:
-    if len(items) > limit:
-        items = items[:limit]
-        return items, items[-1].seq
-    return items, None
 
 
 class EntryListView(ProjectAPIView):
@@ -96,25 +91,21 @@ class EntryListView(ProjectAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         query = validated_query(s.EntryListQuerySerializer, request)
-        entries = MemoryEntry.objects.for_project(self.project)
-        if "after" in query:
-            entries = entries.filter(seq__gt=query["after"])
-        if "before" in query:
-            entries = entries.filter(seq__lt=query["before"])
-        if "category" in query:
-            entries = entries.filter(category=query["category"])
-        if "source" in query:
-            entries = entries.filter(source=query["source"])
-        if "since" in query:
-            entries = entries.filter(created_at__gte=query["since"])
-        if "q" in query:
-            entries = entries.search(query["q"], project=self.project)
-        if query["view"] == "current":
-            entries = entries.current()
-        entries = entries.in_seq_order(descending=query["order"] == "desc", searched="q" in query)
-        limit = query["limit"]
-        items, next_cursor = _page(list(entries.with_links()[: limit + 1]), limit)
-        return Response({"items": [e.as_dict() for e in items], "next_cursor": next_cursor})
+        entries = selectors.entry_list(
+            project=self.project,
+            category=query.get("category"),
+            source=query.get("source"),
+            since=query.get("since"),
+            q=query.get("q"),
+            current=query["view"] == "current",
+        )
+        page = keyset_slice(
+            entries, key="seq", limit=query["limit"], after=query.get("after"),
+            before=query.get("before"), descending=query["order"] == "desc",
+            order=seq_order_key(searched="q" in query),
+        )
+        return Response({"items": s.EntrySerializer.render_many(page.items),
+                         "next_cursor": page.next_cursor})
 
     @extend_schema(
         operation_id="memory_append",
@@ -156,7 +147,7 @@ class EntryListView(ProjectAPIView):
             request_hash=services.request_fingerprint(request.data) if key is not None else None,
             idempotency_scope=request.user.idempotency_scope,
         )
-        response = Response(result.entry.as_dict(), status=201)
+        response = Response(s.EntrySerializer.render(result.entry), status=201)
         if result.replayed:
             response["Idempotent-Replayed"] = "true"
         return response
@@ -169,10 +160,10 @@ class EntryDetailView(ProjectAPIView):
         summary="One entry, by uuid or seq, with the entries that correct it",
     )
     def get(self, request: Request, project_id: str, ref: str) -> Response:
-        entry = MemoryEntry.objects.for_project(self.project).by_ref(ref).with_links().first()
+        entry = selectors.entry_get(project=self.project, ref=ref)
         if entry is None:
             raise Http404
-        return Response(entry.as_dict())
+        return Response(s.EntrySerializer.render(entry))
 
 
 class VerifyView(ProjectAPIView):
@@ -182,7 +173,8 @@ class VerifyView(ProjectAPIView):
         summary="Recompute every link of the hash chain and check it against every checkpoint",
     )
     def get(self, request: Request, project_id: str) -> Response:
-        return Response(services.memory_chain_verify(project=self.project).as_dict())
+        report = services.memory_chain_verify(project=self.project)
+        return Response(s.VerifySerializer.render(report))
 
 
 class MirrorTextView(ProjectAPIView):
@@ -214,17 +206,10 @@ class CandidateListView(ProjectAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         query = validated_query(s.CandidateListQuerySerializer, request)
-        candidates = MemoryCandidate.objects.for_project(self.project).with_entry_uuid()
-        if "status" in query:
-            candidates = candidates.filter(status=query["status"])
-        if "after" in query:
-            candidates = candidates.filter(pk__gt=query["after"])
-        limit = query["limit"]
-        rows = list(candidates.order_by("pk")[: limit + 1])
-        next_cursor = rows[limit - 1].pk if len(rows) > limit else None
-        return Response(
-            {"items": [c.as_dict() for c in rows[:limit]], "next_cursor": next_cursor}
-        )
+        candidates = selectors.candidate_list(project=self.project, status=query.get("status"))
+        page = keyset_slice(candidates, key="pk", limit=query["limit"], after=query.get("after"))
+        return Response({"items": s.CandidateSerializer.render_many(page.items),
+                         "next_cursor": page.next_cursor})
 
     @extend_schema(
         operation_id="candidates_create",
@@ -238,7 +223,7 @@ class CandidateListView(ProjectAPIView):
         candidate = services.candidate_create(
             project=self.project, author=self.author, **serializer.validated_data
         )
-        return Response(candidate.as_dict(), status=201)
+        return Response(s.CandidateSerializer.render(candidate), status=201)
 
 
 class CandidateActionView(ProjectAPIView):
@@ -270,7 +255,7 @@ class CandidateApproveView(CandidateActionView):
         entry = services.candidate_approve(
             project=self.project, candidate=self._candidate(candidate_id), by=self.author
         )
-        return Response(entry.as_dict())
+        return Response(s.EntrySerializer.render(entry))
 
 
 class CandidateRejectView(CandidateActionView):
@@ -285,7 +270,7 @@ class CandidateRejectView(CandidateActionView):
         candidate = services.candidate_reject(
             project=self.project, candidate=self._candidate(candidate_id), by=self.author
         )
-        return Response(candidate.as_dict())
+        return Response(s.CandidateSerializer.render(candidate))
 
 
 # --- durable documents ------------------------------------------------------------
@@ -316,7 +301,7 @@ class DocumentListView(ProjectAPIView):
     def get(self, request: Request, project_id: str) -> Response:
         query = validated_query(s.DocumentListQuerySerializer, request)
         rows = documents.document_list(self.project, prefix=query["prefix"])
-        return Response({"items": [documents.as_list_item(row) for row in rows]})
+        return Response({"items": s.DocumentListItemSerializer.render_many(rows)})
 
 
 class DocumentDetailView(ProjectAPIView):
@@ -325,7 +310,7 @@ class DocumentDetailView(ProjectAPIView):
     @extend_schema(
         operation_id="documents_get",
         parameters=[DOCUMENT_PATH, s.DocumentGetQuerySerializer],
-        responses={200: s.DocumentSerializer, **errors(*READ_ERRORS)},
+        responses={200: DocumentSerializer, **errors(*READ_ERRORS)},
         summary="A document's current revision, or `?revision=n`",
     )
     def get(self, request: Request, project_id: str, path: str) -> Response:
@@ -337,16 +322,16 @@ class DocumentDetailView(ProjectAPIView):
             document = documents.document_current(self.project, path)
         if document is None:
             raise Http404
-        return Response(document.as_dict())
+        return Response(DocumentSerializer.render(document))
 
     @extend_schema(
         operation_id="documents_put",
         parameters=[DOCUMENT_PATH],
         request=s.DocumentPutSerializer,
         responses={
-            201: OpenApiResponse(s.DocumentSerializer, description="a new document, revision 1"),
+            201: OpenApiResponse(DocumentSerializer, description="a new document, revision 1"),
             200: OpenApiResponse(
-                s.DocumentSerializer,
+                DocumentSerializer,
                 description="the next revision, or the current one when the content is unchanged",
             ),
             **errors(400, 401, 404, 409, 413, 415),
@@ -373,7 +358,8 @@ class DocumentDetailView(ProjectAPIView):
             expected_revision=data["expected_revision"],
             reason=data["reason"],
         )
-        return Response(result.document.as_dict(), status=201 if result.created else 200)
+        return Response(DocumentSerializer.render(result.document),
+                        status=201 if result.created else 200)
 
 
 class DocumentRevisionListView(ProjectAPIView):
@@ -390,6 +376,8 @@ class DocumentRevisionListView(ProjectAPIView):
         rows = documents.document_revisions(self.project, path)
         if not rows:
             raise Http404
-        return Response({"path": path, "items": [row.summary_dict() for row in rows]})
+        return Response(
+            {"path": path, "items": DocumentRevisionSummarySerializer.render_many(rows)}
+        )
 
 

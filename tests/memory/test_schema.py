@@ -12,6 +12,7 @@ from drf_spectacular.validation import validate_schema
 
 from memory import services
 from memory.api import urls as api_urls
+from memory.api.serializers import EntrySerializer
 from memory.models import MemoryEntry
 
 pytestmark = pytest.mark.django_db
@@ -174,7 +175,7 @@ def test_the_entry_schema_matches_what_entries_return(alpha, schema):
 
     properties = schema["components"]["schemas"]["Entry"]["properties"]
 
-    assert set(properties) == set(entry.as_dict())
+    assert set(properties) == set(EntrySerializer.render(entry))
 
 
 def test_the_entry_input_schema_lists_only_caller_fields(schema):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.db import connection
 
-from memory import services
+from gedweb.pagination import keyset_slice
+from memory import selectors, services
 from memory.models import MemoryEntry
+from memory.querysets import seq_order_key
 
 
 def _plan(queryset) -> str:
@@ -57,10 +59,11 @@ def test_a_search_page_is_ordered_by_seq_on_both_databases(alpha, beta):
                                      content=f"kestrel {index}")
         services.memory_entry_create(project=beta.project, author="t", category="note",
                                      content=f"kestrel elsewhere {index}")
-    found = MemoryEntry.objects.for_project(alpha.project).search("kestrel",
-                                                                   project=alpha.project)
-    ascending = [e.seq for e in found.in_seq_order(searched=True)]
-    descending = [e.seq for e in found.in_seq_order(descending=True, searched=True)]
+    found = selectors.entry_list(project=alpha.project, q="kestrel")
+    ascending = [e.seq for e in keyset_slice(
+        found, key="seq", limit=10, order=seq_order_key(searched=True)).items]
+    descending = [e.seq for e in keyset_slice(
+        found, key="seq", limit=10, descending=True, order=seq_order_key(searched=True)).items]
     assert ascending == list(range(1, 8))
     assert descending == list(range(7, 0, -1))
 
@@ -70,9 +73,8 @@ def test_a_sqlite_search_page_walks_the_match_list_not_the_project(alpha):
         return
     services.memory_entry_create(project=alpha.project, author="t", category="note",
                                  content="a rare quetzal")
-    page = (MemoryEntry.objects.for_project(alpha.project)
-            .search("quetzal", project=alpha.project)
-            .in_seq_order(descending=True, searched=True)[:101])
+    page = (selectors.entry_list(project=alpha.project, q="quetzal")
+            .order_by(f"-{seq_order_key(searched=True)}")[:101])
     plan = _plan(page)
     # Ordered by id, the rows come out of the FTS match list in rowid order:
     # no walk of the (project, seq) index and no sort of the matches.

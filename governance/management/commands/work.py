@@ -8,7 +8,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.lib import governance as gov
-from governance import services
+from governance import selectors, services
 from governance.models import WorkItem
 from memory.services import CLI_AUTHOR
 
@@ -52,7 +52,7 @@ class Command(GedWebCommand):
         items = [
             {"work_id": w.work_id, "summary": w.summary, "mode": w.mode,
              "created_at": gov.format_time(w.created_at)}
-            for w in WorkItem.objects.for_project(get_project(project)).order_by("work_id")
+            for w in selectors.work_list(project=get_project(project)).order_by("work_id")
         ]
         self.stdout.write(to_json({"items": items}))
 

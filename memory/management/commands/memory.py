@@ -9,7 +9,9 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
-from memory import checkpoints, mirror, services
+from gedweb.pagination import keyset_slice
+from memory import checkpoints, mirror, selectors, services
+from memory.api.serializers import ChainCheckpointSerializer, EntrySerializer, VerifySerializer
 from memory.models import MemoryEntry, Project
 
 
@@ -75,21 +77,20 @@ class Command(GedWebCommand):
                 corrects=corrects,
             )
         )
-        self.stdout.write(to_json(result.entry.as_dict()))
+        self.stdout.write(to_json(EntrySerializer.render(result.entry)))
 
     def _list(self, *, project: str, limit: int, category: str | None, after: int,
               **_: Any) -> None:
         if not 1 <= limit <= 500:
             raise CommandError("--limit must be between 1 and 500")
-        entries = MemoryEntry.objects.for_project(get_project(project)).filter(seq__gt=after)
-        if category:
-            entries = entries.filter(category=category)
-        items = [e.as_dict() for e in entries.order_by("seq").with_links()[:limit]]
+        entries = selectors.entry_list(project=get_project(project), category=category)
+        page = keyset_slice(entries, key="seq", limit=limit, after=after)
+        items = EntrySerializer.render_many(page.items)
         self.stdout.write(to_json({"items": items}))
 
     def _verify(self, *, project: str, **_: Any) -> None:
         report = services.memory_chain_verify(project=get_project(project), checkpoint=True)
-        self.stdout.write(to_json(report.as_dict()))
+        self.stdout.write(to_json(VerifySerializer.render(report)))
         self._fail_unless_intact(project, report)
 
     def _fail_unless_intact(self, project: str, report: checkpoints.VerifyReport) -> None:
@@ -106,12 +107,12 @@ class Command(GedWebCommand):
         target = get_project(project)
         report = services.memory_chain_verify(project=target)
         if not report.ok:
-            self.stdout.write(to_json(report.as_dict()))
+            self.stdout.write(to_json(VerifySerializer.render(report)))
             self._fail_unless_intact(project, report)
         taken = services.chain_checkpoint_take(project=target, head=(report.entries, report.head))
         self.stdout.write(to_json({
             "project_id": target.pk,
-            "checkpoint": taken.as_dict() if taken else None,
+            "checkpoint": ChainCheckpointSerializer.render(taken) if taken else None,
         }))
 
     def _projects(self, project_id: str | None) -> list[Project]:

@@ -8,6 +8,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from memory import services
+from memory.api.serializers import ProjectSerializer
 from memory.models import Project, ProjectToken
 
 
@@ -35,7 +36,8 @@ class Command(GedWebCommand):
         project, raw = run_service(
             lambda: services.project_create(project_id=id, name=name, token_name=token_name)
         )
-        self.stdout.write(to_json({**project.as_dict(), "token_name": token_name, "token": raw}))
+        created = ProjectSerializer.render(project)
+        self.stdout.write(to_json({**created, "token_name": token_name, "token": raw}))
 
     def _token(self, *, id: str, name: str, **_: Any) -> None:
         project = get_project(id)
@@ -54,7 +56,7 @@ class Command(GedWebCommand):
         for project_id, name in ProjectToken.objects.active().values_list("project_id", "name"):
             names.setdefault(project_id, []).append(name)
         items = [
-            {**project.as_dict(), "tokens": sorted(names.get(project.pk, []))}
+            {**ProjectSerializer.render(project), "tokens": sorted(names.get(project.pk, []))}
             for project in Project.objects.order_by("id")
         ]
         self.stdout.write(to_json({"items": items}))

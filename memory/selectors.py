@@ -1,0 +1,50 @@
+"""Reads of memory shared by the API, the team pages and the commands.
+
+Each selector takes plain, already validated values and returns rows
+(HackSoft's selectors, the read side of services): a filter written here is
+the filter of every face. Pagination is the caller's, through the one
+keyset paginator (gedweb.pagination).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory.models import MemoryCandidate, MemoryEntry, Project
+from memory.querysets import CandidateQuerySet, EntryQuerySet
+
+
+def entry_list(*, project: Project, category: str | None = None, source: str | None = None,
+               since: datetime | None = None, q: str | None = None,
+               current: bool = False) -> EntryQuerySet:
+    """The project's entries matching every filter given, with their correction links.
+
+    ``q`` is a full-text search (every word must match); ``current`` leaves
+    out the entries a later entry corrects. Unordered: order with
+    ``seq_order_key(searched=bool(q))``.
+    """
+    entries = MemoryEntry.objects.for_project(project)
+    if category:
+        entries = entries.filter(category=category)
+    if source:
+        entries = entries.filter(source=source)
+    if since is not None:
+        entries = entries.filter(created_at__gte=since)
+    if q is not None:
+        entries = entries.search(q, project=project)
+    if current:
+        entries = entries.current()
+    return entries.with_links()
+
+
+def entry_get(*, project: Project, ref: str | int) -> MemoryEntry | None:
+    """One entry named by uuid or seq, with its correction links; None if there is none."""
+    return MemoryEntry.objects.for_project(project).by_ref(ref).with_links().first()
+
+
+def candidate_list(*, project: Project, status: str | None = None) -> CandidateQuerySet:
+    """The project's review candidates, of one status if given, with their entry's uuid."""
+    candidates = MemoryCandidate.objects.for_project(project).with_entry_uuid()
+    if status is not None:
+        candidates = candidates.filter(status=status)
+    return candidates
