@@ -368,8 +368,13 @@ def test_concurrent_requests_with_different_keys_all_append(live_db, make_projec
 
 
 def advisory_locks_held() -> int:
+    # This test database's only: pg_locks lists the whole server's, where
+    # other suites (xdist workers, other checkouts) may hold their own.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
         return cursor.fetchone()[0]
 
 
