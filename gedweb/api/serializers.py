@@ -117,8 +117,8 @@ class TimestampField(serializers.CharField):
         return format_timestamp(value)
 
 
-# A durable document's revision, as memory's document routes and
-# governance's handoff routes both answer it.
+# A durable document's body, query and revision, as memory's document routes
+# and governance's handoff routes both read and answer them.
 
 
 class DocumentRevisionSummarySerializer(OutputSerializer):
@@ -132,6 +132,27 @@ class DocumentRevisionSummarySerializer(OutputSerializer):
 
 class DocumentSerializer(DocumentRevisionSummarySerializer):
     content = serializers.CharField()
+
+
+class DocumentPutSerializer(StrictSerializer):
+    content = StrictCharField(
+        help_text="substantive Markdown (GedPi §1.1), at most 200,000 characters; stored "
+        "byte-for-byte"
+    )
+    expected_revision = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        help_text="the current revision when updating; omit or 0 to create",
+    )
+    reason = StrictCharField(
+        required=False, allow_null=True, default=None, help_text="why, at most 1,000 characters"
+    )
+
+
+class DocumentGetQuerySerializer(StrictSerializer):
+    revision = serializers.IntegerField(required=False, min_value=1)
 
 
 class ErrorSerializer(serializers.Serializer):

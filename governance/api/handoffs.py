@@ -15,9 +15,12 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gedweb.api.serializers import DocumentSerializer
+from gedweb.api.serializers import (
+    DocumentGetQuerySerializer,
+    DocumentPutSerializer,
+    DocumentSerializer,
+)
 from gedweb.api.views import ProjectAPIView, validated_query
-from governance.api import serializers as s
 from governance.handoffs import handoff_path, handoff_put
 from memory import documents
 
@@ -26,7 +29,7 @@ from memory import documents
 class HandoffView(ProjectAPIView):
     def get(self, request: Request, project_id: str, work_id: str) -> Response:
         path = handoff_path(work_id)
-        query = validated_query(s.HandoffGetQuerySerializer, request)
+        query = validated_query(DocumentGetQuerySerializer, request)
         if "revision" in query:
             document = documents.document_revision(self.project, path, query["revision"])
         else:
@@ -36,7 +39,7 @@ class HandoffView(ProjectAPIView):
         return Response(DocumentSerializer.render(document))
 
     def put(self, request: Request, project_id: str, work_id: str) -> Response:
-        serializer = s.HandoffPutSerializer(data=request.data)
+        serializer = DocumentPutSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         result = handoff_put(

@@ -245,22 +245,3 @@ class ActiveWorkSerializer(OutputSerializer):
     operation = serializers.CharField()
     selectedAt = GedPiTimeField(source="selected_at")
     requestId = serializers.CharField(source="request_id")
-
-
-# --- handoffs ------------------------------------------------------------------------
-#
-# The handoff route serves the same body and query as memory's document
-# route (tests/memory/test_api_documents.py compares their refusals), which
-# documents both in the schema.
-
-
-class HandoffPutSerializer(StrictSerializer):
-    content = StrictCharField()
-    expected_revision = serializers.IntegerField(
-        required=False, allow_null=True, default=None, min_value=0
-    )
-    reason = StrictCharField(required=False, allow_null=True, default=None)
-
-
-class HandoffGetQuerySerializer(StrictSerializer):
-    revision = serializers.IntegerField(required=False, min_value=1)

@@ -245,23 +245,6 @@ class CandidatePageSerializer(serializers.Serializer):
 # --- durable documents ----------------------------------------------------------
 
 
-class DocumentPutSerializer(StrictSerializer):
-    content = StrictCharField(
-        help_text="substantive Markdown (GedPi §1.1), at most 200,000 characters; stored "
-        "byte-for-byte"
-    )
-    expected_revision = serializers.IntegerField(
-        required=False,
-        allow_null=True,
-        default=None,
-        min_value=0,
-        help_text="the current revision when updating; omit or 0 to create",
-    )
-    reason = StrictCharField(
-        required=False, allow_null=True, default=None, help_text="why, at most 1,000 characters"
-    )
-
-
 class DocumentRevisionListSerializer(serializers.Serializer):
     path = serializers.CharField()
     items = DocumentRevisionSummarySerializer(many=True)
@@ -292,5 +275,3 @@ class DocumentListQuerySerializer(StrictSerializer):
     )
 
 
-class DocumentGetQuerySerializer(StrictSerializer):
-    revision = serializers.IntegerField(required=False, min_value=1)

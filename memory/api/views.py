@@ -13,7 +13,12 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gedweb.api.serializers import DocumentRevisionSummarySerializer, DocumentSerializer
+from gedweb.api.serializers import (
+    DocumentGetQuerySerializer,
+    DocumentPutSerializer,
+    DocumentRevisionSummarySerializer,
+    DocumentSerializer,
+)
 from gedweb.api.views import (
     READ_ERRORS,
     WRITE_ERRORS,
@@ -309,13 +314,13 @@ class DocumentDetailView(ProjectAPIView):
 
     @extend_schema(
         operation_id="documents_get",
-        parameters=[DOCUMENT_PATH, s.DocumentGetQuerySerializer],
+        parameters=[DOCUMENT_PATH, DocumentGetQuerySerializer],
         responses={200: DocumentSerializer, **errors(*READ_ERRORS)},
         summary="A document's current revision, or `?revision=n`",
     )
     def get(self, request: Request, project_id: str, path: str) -> Response:
         path = _document_path(path)
-        query = validated_query(s.DocumentGetQuerySerializer, request)
+        query = validated_query(DocumentGetQuerySerializer, request)
         if "revision" in query:
             document = documents.document_revision(self.project, path, query["revision"])
         else:
@@ -327,7 +332,7 @@ class DocumentDetailView(ProjectAPIView):
     @extend_schema(
         operation_id="documents_put",
         parameters=[DOCUMENT_PATH],
-        request=s.DocumentPutSerializer,
+        request=DocumentPutSerializer,
         responses={
             201: OpenApiResponse(DocumentSerializer, description="a new document, revision 1"),
             200: OpenApiResponse(
@@ -347,7 +352,7 @@ class DocumentDetailView(ProjectAPIView):
     )
     def put(self, request: Request, project_id: str, path: str) -> Response:
         path = _document_path(path)
-        serializer = s.DocumentPutSerializer(data=request.data)
+        serializer = DocumentPutSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         result = documents.document_put(
