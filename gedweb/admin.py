@@ -6,15 +6,26 @@ operator members of, and another project's object is simply missing.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
 from django.views.decorators.http import require_POST
 
 from memory.models import Membership, Project
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related import RelatedField
+    from django.utils.functional import _StrOrPromise
+
+    # The stubs make ModelAdmin generic in its model; at runtime it is not
+    # subscriptable (no django-stubs-ext), so the parameter exists for mypy only.
+    ModelAdminBase = admin.ModelAdmin[Any]
+else:
+    ModelAdminBase = admin.ModelAdmin
 
 
 def operator_name(request: HttpRequest) -> str:
@@ -22,7 +33,11 @@ def operator_name(request: HttpRequest) -> str:
     return f"user:{request.user.get_username()}"[:64]
 
 
-def operated_project_ids(user: Any) -> QuerySet:
+class ProjectIdRow(TypedDict):
+    project_id: str
+
+
+def operated_project_ids(user: Any) -> QuerySet[Membership, ProjectIdRow]:
     """Ids of the projects a non-superuser runs in the admin: their operator memberships.
 
     A subquery, so scoped lists filter with ``project_id IN (...)`` and never
@@ -43,15 +58,21 @@ def admin_projects(user: Any) -> QuerySet[Project]:
 class ProjectFilter(admin.RelatedFieldListFilter):
     """A project filter that offers only the projects the user may see."""
 
-    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> list[Any]:
+    def field_choices(
+        self, field: RelatedField[Any, Any], request: HttpRequest,
+        model_admin: admin.ModelAdmin[Any],
+    ) -> list[tuple[str, _StrOrPromise]]:
         ordering = self.field_admin_ordering(field, request, model_admin)
         limit = None
         if not request.user.is_superuser:
             limit = {"pk__in": operated_project_ids(request.user)}
-        return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=limit)
+        choices = field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=limit)
+        # Without the blank choice, a related field's choices are a flat list
+        # of (pk, label); the stubs type the general case (groups, blank).
+        return cast("list[tuple[str, _StrOrPromise]]", choices)
 
 
-class ProjectScopedAdmin(admin.ModelAdmin):
+class ProjectScopedAdmin(ModelAdminBase):
     """Every list, object page, action and form choice limited to the user's projects.
 
     ``project_path`` is the lookup from the model to its project. Object
@@ -62,7 +83,7 @@ class ProjectScopedAdmin(admin.ModelAdmin):
 
     project_path = "project"
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Model]:
         queryset = super().get_queryset(request)
         if request.user.is_superuser:
             return queryset
@@ -85,7 +106,9 @@ class ReadOnlyAdmin(ProjectScopedAdmin):
         return False
 
 
-def post_only_url(model_admin: admin.ModelAdmin, verb: str, view: Any) -> URLPattern:
+def post_only_url(
+    model_admin: admin.ModelAdmin[Any], verb: str, view: Callable[..., HttpResponse]
+) -> URLPattern:
     """``<object_id>/<verb>/``: CSRF-checked, staff-only, POST only (a GET changes nothing)."""
     opts = model_admin.model._meta
     return path(

@@ -11,7 +11,8 @@ from typing import Any
 
 from django.contrib import admin
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from gedweb.admin import admin_projects
@@ -67,11 +68,11 @@ def pending_by_project(request: HttpRequest) -> list[dict[str, Any]]:
 _default_index = admin.site.index
 
 
-def index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+def index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
     context = {"pending_by_project": pending_by_project(request), **(extra_context or {})}
     return _default_index(request, extra_context=context)
 
 
 # The site's urls are built after every app's admin module is imported, so
 # the index URL resolves to this wrapper.
-admin.site.index = index
+admin.site.index = index  # type: ignore[method-assign]  # wrapping the one site's index on purpose

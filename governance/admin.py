@@ -5,7 +5,7 @@ list), scoped to the user's projects like memory's admin (memory.admin)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
@@ -33,6 +33,16 @@ from governance.models import (
     WorkItem,
 )
 
+if TYPE_CHECKING:
+    from governance.models import StandardsImportQuerySet
+
+    # The stubs make inlines generic in their child and parent models; at
+    # runtime they are not subscriptable (no django-stubs-ext), so the
+    # parameters exist for mypy only. Each inline below is a row of a work item.
+    WorkItemInlineBase = admin.TabularInline[Any, WorkItem]
+else:
+    WorkItemInlineBase = admin.TabularInline
+
 
 def label(*parts: Any) -> Concat:
     """A row's readable title, computed by the database (see ReadOnlyInline)."""
@@ -40,7 +50,7 @@ def label(*parts: Any) -> Concat:
                   output_field=CharField())
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(WorkItemInlineBase):
     """A read-only inline whose rows are titled by ``row_label``, not the model's str().
 
     str() of these rows names the work item by its database id ("2 r5");
@@ -53,7 +63,7 @@ class ReadOnlyInline(admin.TabularInline):
     show_change_link = True
     row_label: tuple[Any, ...] = ()
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
         if self.row_label:
             queryset = queryset.annotate(admin_label=label(*self.row_label))
@@ -68,7 +78,7 @@ class ReadOnlyInline(admin.TabularInline):
 
 class RevisionInline(ReadOnlyInline):
     model = GovernanceRevision
-    fields = ["revision", "operation", "author", "created_at", "evidence_count"]
+    fields = ("revision", "operation", "author", "created_at", "evidence_count")
     readonly_fields = fields
     ordering = ["-revision"]
     row_label = ("revision ", F("revision"), " of ", F("work__work_id"))
@@ -76,14 +86,14 @@ class RevisionInline(ReadOnlyInline):
 
 class EvidenceInline(ReadOnlyInline):
     model = EvidenceRecord
-    fields = ["position", "evidence_id", "revision", "author", "created_at"]
+    fields = ("position", "evidence_id", "revision", "author", "created_at")
     readonly_fields = fields
     row_label = ("evidence ", F("evidence_id"), " of ", F("work__work_id"))
 
 
 class FileInline(ReadOnlyInline):
     model = WorkFile
-    fields = ["name", "version", "author", "created_at"]
+    fields = ("name", "version", "author", "created_at")
     readonly_fields = fields
     row_label = (F("name"), " version ", F("version"), " of ", F("work__work_id"))
 
@@ -166,9 +176,12 @@ class StandardsStatusFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [(status, status) for status in ("pending", "accepted", "rejected")]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value():
-            return queryset.with_status(self.value())
+    def queryset(self, request: HttpRequest, queryset: QuerySet[StandardsImport]
+                 ) -> QuerySet[StandardsImport]:
+        status = self.value()
+        if status:
+            # The admin's queryset comes from StandardsImport.objects.
+            return cast("StandardsImportQuerySet", queryset).with_status(status)
         return queryset
 
 
@@ -181,7 +194,8 @@ class StandardsPathFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [(value, value) for value in StandardsImport.Path.values]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[StandardsImport]
+                 ) -> QuerySet[StandardsImport]:
         if self.value():
             return queryset.filter(path=self.value())
         return queryset
@@ -200,8 +214,8 @@ class StandardsImportAdmin(ReadOnlyAdmin):
     list_filter = [StandardsStatusFilter, StandardsPathFilter, ("project", ProjectFilter)]
     list_select_related = ["project", "decision"]
     search_fields = ["sha256", "path"]
-    readonly_fields = ["project", "file_name", "sha256", "author", "created_at", "status",
-                       "decided_by", "decided_at", "framed_content"]
+    readonly_fields = ("project", "file_name", "sha256", "author", "created_at", "status",
+                       "decided_by", "decided_at", "framed_content")
     fields = readonly_fields
     actions = ["accept_imports", "reject_imports"]
 
@@ -244,7 +258,8 @@ class StandardsImportAdmin(ReadOnlyAdmin):
         messages.success(request, f"{row.path} {row.sha256[:12]}: {verb}ed")
         return True
 
-    def _decide(self, request: HttpRequest, queryset: QuerySet, verb: str) -> None:
+    def _decide(self, request: HttpRequest, queryset: QuerySet[StandardsImport], verb: str
+                ) -> None:
         for row in queryset.select_related("decision"):
             # Bound to the hash on the row the operator selected: a row's
             # bytes never change, so this is the hash that was shown.
@@ -252,12 +267,14 @@ class StandardsImportAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Accept the selected imports (their shown hash)",
                   permissions=["decide"])
-    def accept_imports(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def accept_imports(self, request: HttpRequest, queryset: QuerySet[StandardsImport]
+                       ) -> None:
         self._decide(request, queryset, "accept")
 
     @admin.action(description="Reject the selected imports (their shown hash)",
                   permissions=["decide"])
-    def reject_imports(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def reject_imports(self, request: HttpRequest, queryset: QuerySet[StandardsImport]
+                       ) -> None:
         self._decide(request, queryset, "reject")
 
     # --- the buttons on the import's own page -----------------------------------------

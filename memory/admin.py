@@ -7,7 +7,7 @@ projects where they are an operator member (ProjectScopedAdmin).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -40,6 +40,23 @@ from memory.models import (
     ProjectToken,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldGroups
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from memory.querysets import DocumentRevisionQuerySet, EntryQuerySet
+
+    # The stubs make forms and inlines generic in their models; at runtime
+    # they are not subscriptable (no django-stubs-ext), so the parameters
+    # exist for mypy only.
+    ProjectFormBase = forms.ModelForm[Project]
+    TokenFormBase = forms.ModelForm[ProjectToken]
+    TokenInlineBase = admin.TabularInline[ProjectToken, Project]
+    MembershipInlineBase = admin.TabularInline[Membership, Project]
+else:
+    ProjectFormBase = TokenFormBase = forms.ModelForm
+    TokenInlineBase = MembershipInlineBase = admin.TabularInline
+
 # The one page that shows a new token; see token_shown_once().
 TOKEN_CREATED_TEMPLATE = "admin/memory/token_created.html"
 
@@ -70,15 +87,15 @@ def token_shown_once(
     return response
 
 
-class ProjectCreateForm(forms.ModelForm):
+class ProjectCreateForm(ProjectFormBase):
     class Meta:
         model = Project
         fields = ["id", "name"]
 
 
-class TokenInline(admin.TabularInline):
+class TokenInline(TokenInlineBase):
     model = ProjectToken
-    fields = ["name", "prefix", "created_at", "revoked_at"]  # never token_hash
+    fields = ("name", "prefix", "created_at", "revoked_at")  # never token_hash
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -88,7 +105,7 @@ class TokenInline(admin.TabularInline):
         return False
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(MembershipInlineBase):
     """Who may read this project's team pages, and in which role."""
 
     model = Membership
@@ -109,10 +126,12 @@ class ProjectAdmin(ProjectScopedAdmin):
         # Members are added once the project exists; creation stays one form.
         return self.inlines if obj is not None else [TokenInline]
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Any]]:
         if obj is None:
             kwargs["form"] = ProjectCreateForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change=change, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return ["id", "created_at"] if obj is not None else []
@@ -140,17 +159,20 @@ class ProjectAdmin(ProjectScopedAdmin):
             project, raw = services.project_create(project_id=obj.id, name=obj.name)
             if not request.user.is_superuser:
                 # Otherwise the project would vanish from its creator's admin.
+                # The admin serves only logged-in staff: never the anonymous user.
+                operator = cast("AbstractBaseUser", request.user)
                 services.membership_set(
-                    user=request.user, project=project, role=Membership.Role.OPERATOR
+                    user=operator, project=project, role=Membership.Role.OPERATOR
                 )
         obj.created_at = project.created_at
         obj._state.adding = False
-        obj._new_token = raw  # for response_add only; never stored
+        # For response_add only; never stored (an attribute of this one instance).
+        setattr(obj, "_new_token", raw)
 
     def response_add(self, request: HttpRequest, obj: Project, post_url_continue: Any = None
                      ) -> HttpResponse:
         return token_shown_once(
-            request, project=obj, name=services.DEFAULT_TOKEN_NAME, raw=obj._new_token,
+            request, project=obj, name=services.DEFAULT_TOKEN_NAME, raw=getattr(obj, "_new_token"),
             model_admin=self,
         )
 
@@ -165,7 +187,7 @@ class MembershipAdmin(ProjectScopedAdmin):
     readonly_fields = ["created_at"]
 
 
-class TokenCreateForm(forms.ModelForm):
+class TokenCreateForm(TokenFormBase):
     class Meta:
         model = ProjectToken
         fields = ["project", "name"]
@@ -174,7 +196,8 @@ class TokenCreateForm(forms.ModelForm):
         # The unique-active-name constraint names revoked_at, which is not on
         # the form, so Django skips it; say so here rather than after saving.
         # project_token_create checks again inside its transaction.
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what ModelForm.clean returns
         project, name = cleaned.get("project"), cleaned.get("name")
         if project and name and ProjectToken.objects.active().filter(
             project=project, name=name
@@ -193,12 +216,14 @@ class ProjectTokenAdmin(ProjectScopedAdmin):
     exclude = ["token_hash"]
     actions = ["revoke_tokens"]
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Any]]:
         if obj is None:
             kwargs["form"] = TokenCreateForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
         if obj is None:
             return ["project", "name"]
         return ["project", "name", "prefix", "created_at", "revoked_at"]
@@ -225,7 +250,8 @@ class ProjectTokenAdmin(ProjectScopedAdmin):
             return
         obj.pk = record.pk
         obj._state.adding = False
-        obj._new_token = raw  # for response_add only; never stored
+        # For response_add only; never stored (an attribute of this one instance).
+        setattr(obj, "_new_token", raw)
 
     def response_add(self, request: HttpRequest, obj: ProjectToken, post_url_continue: Any = None
                      ) -> HttpResponse:
@@ -260,12 +286,14 @@ class MemoryEntryAdmin(ReadOnlyAdmin):
     def short_content(self, obj: MemoryEntry) -> str:
         return Truncator(obj.content).chars(80)
 
-    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str
-                           ) -> tuple[QuerySet, bool]:
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[MemoryEntry], search_term: str
+    ) -> tuple[QuerySet[MemoryEntry], bool]:
         found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
         if search_term.strip():
-            # Content through the full-text index, as the team pages search it.
-            found = found | queryset.search(search_term)
+            # Content through the full-text index, as the team pages search it
+            # (the admin's queryset comes from MemoryEntry.objects, an EntryQuerySet).
+            found = found | cast("EntryQuerySet", queryset).search(search_term)
         return found, may_have_duplicates
 
 
@@ -315,7 +343,8 @@ class MemoryCandidateAdmin(ReadOnlyAdmin):
             return False
         return True
 
-    def _resolve(self, request: HttpRequest, queryset: QuerySet, approve: bool) -> None:
+    def _resolve(self, request: HttpRequest, queryset: QuerySet[MemoryCandidate], approve: bool
+                 ) -> None:
         done = sum(
             self._resolve_one(request, candidate, approve)
             for candidate in queryset.select_related("project")
@@ -325,11 +354,13 @@ class MemoryCandidateAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Approve selected candidates (creates memory entries)",
                   permissions=["approve"])
-    def approve_candidates(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def approve_candidates(self, request: HttpRequest, queryset: QuerySet[MemoryCandidate]
+                           ) -> None:
         self._resolve(request, queryset, approve=True)
 
     @admin.action(description="Reject selected candidates", permissions=["reject"])
-    def reject_candidates(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def reject_candidates(self, request: HttpRequest, queryset: QuerySet[MemoryCandidate]
+                          ) -> None:
         self._resolve(request, queryset, approve=False)
 
     # --- the buttons on the candidate's own page --------------------------------------
@@ -381,9 +412,11 @@ class CurrentRevisionFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("yes", "Current revision only")]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: HttpRequest, queryset: QuerySet[DocumentRevision]
+                 ) -> QuerySet[DocumentRevision]:
         if self.value() == "yes":
-            return queryset.current()
+            # The admin's queryset comes from DocumentRevision.objects.
+            return cast("DocumentRevisionQuerySet", queryset).current()
         return queryset
 
 

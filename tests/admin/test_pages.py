@@ -4,7 +4,7 @@ pending decisions on the index, readable inline titles, GedWeb's name."""
 from __future__ import annotations
 
 from governance.models import EvidenceRecord
-from memory import services
+from memory import documents, services
 from tests.admin.conftest import OPERATOR, VIEW_ONLY, candidate, standards_import, work
 from tests.governance.support import add_evidence
 
@@ -48,6 +48,31 @@ def test_the_standards_list_shows_file_names_and_short_hashes(root, alpha):
     assert f">{row.sha256[:12]}<" in filtered.content.decode()
     page = root.get(f"/admin/governance/standardsimport/{row.pk}/change/").content.decode()
     assert ".github/copilot-instructions.md" in page and row.sha256 in page
+
+
+def test_the_standards_list_filters_by_status(root, alpha):
+    accepted = standards_import(alpha, path="AGENTS.md")
+    accepted.accept(by="admin", sha256=accepted.sha256)
+    pending = standards_import(alpha, "# Rules\n\nBe brief.\n", path="CLAUDE.md")
+    shown = {status: root.get("/admin/governance/standardsimport/",
+                              {"status": status}).content.decode()
+             for status in ("pending", "accepted")}
+    assert f">{pending.sha256[:12]}<" in shown["pending"]
+    assert f">{accepted.sha256[:12]}<" not in shown["pending"]
+    assert f">{accepted.sha256[:12]}<" in shown["accepted"]
+    assert f">{pending.sha256[:12]}<" not in shown["accepted"]
+
+
+def test_the_revision_list_filters_to_current_revisions(root, alpha):
+    documents.document_put(project=alpha.project, path="PROJECT.md", author="ana",
+                           content="# Project\n\nFirst.\n", reason="first draft")
+    documents.document_put(project=alpha.project, path="PROJECT.md", author="ana",
+                           content="# Project\n\nSecond.\n", reason="second draft",
+                           expected_revision=1)
+    every = root.get("/admin/memory/documentrevision/").content.decode()
+    assert "first draft" in every and "second draft" in every
+    current = root.get("/admin/memory/documentrevision/", {"current": "yes"}).content.decode()
+    assert "second draft" in current and "first draft" not in current
 
 
 def test_the_index_lists_pending_decisions_per_project(root, alpha, beta):
