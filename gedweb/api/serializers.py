@@ -1,12 +1,17 @@
 """The API's shared serializers: strict input, the error shape, health.
 
 Every GedWeb API (memory's, governance's) builds on these.
+
+A field named like an attribute of DRF's Field or Serializer (``source``,
+``fields``) carries ``type: ignore[assignment]``: the stubs read it as a
+class attribute overriding theirs, but SerializerMetaclass takes every
+declared field off the class.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from rest_framework import serializers
 from rest_framework.fields import Field
@@ -19,7 +24,7 @@ SERVER_FIELDS = frozenset(
 )
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any]):
     """Refuses fields it does not declare, naming server-owned ones as such."""
 
     def to_internal_value(self, data: Any) -> Any:
@@ -61,7 +66,7 @@ class EmptyBodySerializer(StrictSerializer):
     """Approve and reject take no fields."""
 
 
-class OutputSerializer(serializers.Serializer):
+class OutputSerializer(serializers.Serializer[Any]):
     # A response shape: the one description of what a row answers as, and of
     # its schema. (Comments, not a docstring: drf-spectacular would make a
     # docstring every subclass's schema description.)
@@ -75,6 +80,8 @@ class OutputSerializer(serializers.Serializer):
     # on a page of 500. A row is a model instance or a ``values()`` dict.
     # Only one-level sources are allowed; a field needing more overrides
     # ``get_attribute``.
+
+    _shared_instance: ClassVar[OutputSerializer]
 
     @classmethod
     def render(cls, row: Any) -> dict[str, Any]:
@@ -106,7 +113,9 @@ class OutputSerializer(serializers.Serializer):
                     value = value()
             else:
                 value = field.get_attribute(instance)
-            answer[field.field_name] = None if value is None else field.to_representation(value)
+            # A readable field is bound, so it has its name.
+            field_name = cast(str, field.field_name)
+            answer[field_name] = None if value is None else field.to_representation(value)
         return answer
 
 
@@ -155,14 +164,14 @@ class DocumentGetQuerySerializer(StrictSerializer):
     revision = serializers.IntegerField(required=False, min_value=1)
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     message = serializers.CharField()
-    fields = serializers.DictField(
+    fields = serializers.DictField(  # type: ignore[assignment]  # a field, not Serializer.fields
         child=serializers.ListField(child=serializers.CharField()), required=False
     )
 
 
-class HealthSerializer(serializers.Serializer):
+class HealthSerializer(serializers.Serializer[Any]):
     status = serializers.CharField()
     api_version = serializers.CharField()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -26,7 +27,7 @@ class ContextQuerySerializer(StrictSerializer):
     format = serializers.ChoiceField(choices=["text", "json"], required=False, default="text")
 
 
-class ContextSectionSerializer(serializers.Serializer):
+class ContextSectionSerializer(serializers.Serializer[Any]):
     title = serializers.CharField()
     trust = serializers.CharField(allow_null=True)
     file = serializers.CharField(allow_null=True)
@@ -34,14 +35,14 @@ class ContextSectionSerializer(serializers.Serializer):
     sha256 = serializers.CharField()
 
 
-class ContextBundleSerializer(serializers.Serializer):
+class ContextBundleSerializer(serializers.Serializer[Any]):
     project_id = serializers.CharField()
     work_id = serializers.CharField(allow_null=True)
     sha256 = serializers.CharField(help_text="sha256 of the text form of the bundle")
     sections = ContextSectionSerializer(many=True)
 
 
-class ArtifactSerializer(serializers.Serializer):
+class ArtifactSerializer(serializers.Serializer[Any]):
     artifact = serializers.CharField()
     storage = serializers.CharField()
     producer = serializers.CharField()
@@ -50,7 +51,7 @@ class ArtifactSerializer(serializers.Serializer):
     lifecycle = serializers.CharField()
 
 
-class ContractSerializer(serializers.Serializer):
+class ContractSerializer(serializers.Serializer[Any]):
     items = ArtifactSerializer(many=True)
 
 
@@ -62,7 +63,7 @@ class PlainTextRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data: Any, accepted_media_type: str | None = None,
-               renderer_context: dict[str, Any] | None = None) -> bytes:
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
         return str(data).encode()
 
 

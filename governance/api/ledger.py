@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -11,12 +13,12 @@ from gedweb.api.views import ProjectAPIView, errors
 from governance import ledger_checkpoints
 
 
-class LedgerHeadSerializer(serializers.Serializer):
+class LedgerHeadSerializer(serializers.Serializer[Any]):
     seq = serializers.IntegerField()
     hash = serializers.CharField()
 
 
-class LedgerProblemSerializer(serializers.Serializer):
+class LedgerProblemSerializer(serializers.Serializer[Any]):
     table = serializers.CharField(
         help_text="the table of the row at fault, or LEDGER-CHECKPOINTS for a line of the file"
     )
@@ -24,7 +26,7 @@ class LedgerProblemSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class LedgerVerifySerializer(serializers.Serializer):
+class LedgerVerifySerializer(serializers.Serializer[Any]):
     ok = serializers.BooleanField()
     records = serializers.IntegerField()
     head = LedgerHeadSerializer(allow_null=True, help_text="The newest record, or null.")

@@ -49,7 +49,7 @@ class WorkOpenSerializer(StrictSerializer):
     base_head = StrictCharField(required=False, allow_null=True, max_length=64)
 
 
-class MetaSerializer(serializers.Serializer):
+class MetaSerializer(serializers.Serializer[Any]):
     schemaVersion = serializers.IntegerField()
     workId = serializers.CharField()
     summary = serializers.CharField()
@@ -58,7 +58,7 @@ class MetaSerializer(serializers.Serializer):
     baseHead = serializers.CharField(allow_null=True)
 
 
-class GovernanceDocumentSerializer(serializers.Serializer):
+class GovernanceDocumentSerializer(serializers.Serializer[Any]):
     """GedPi's governance.json (schemaVersion 1); see docs/governance.md."""
 
     schemaVersion = serializers.IntegerField()
@@ -79,7 +79,7 @@ class GovernanceDocumentSerializer(serializers.Serializer):
     lifecycle = serializers.CharField()
 
 
-class WorkSerializer(serializers.Serializer):
+class WorkSerializer(serializers.Serializer[Any]):
     work_id = serializers.CharField()
     meta = MetaSerializer()
     governance = GovernanceDocumentSerializer()
@@ -100,7 +100,7 @@ class WorkSummarySerializer(OutputSerializer):
     author = serializers.CharField()
 
 
-class WorkPageSerializer(serializers.Serializer):
+class WorkPageSerializer(serializers.Serializer[Any]):
     items = WorkSummarySerializer(many=True)
     next_cursor = serializers.CharField(allow_null=True)
 
@@ -115,7 +115,7 @@ class FileWriteSerializer(StrictSerializer):
     expected_version = StrictIntegerField(required=False, min_value=0)
 
 
-class FileSerializer(serializers.Serializer):
+class FileSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     version = serializers.IntegerField()
     content = serializers.CharField()
@@ -135,7 +135,7 @@ class RevisionSummarySerializer(OutputSerializer):
     evidence_count = serializers.IntegerField()
 
 
-class RevisionPageSerializer(serializers.Serializer):
+class RevisionPageSerializer(serializers.Serializer[Any]):
     items = RevisionSummarySerializer(many=True)
     next_cursor = serializers.IntegerField(allow_null=True)
 
@@ -151,7 +151,9 @@ class EvidenceFieldsSerializer(StrictSerializer):
 
     id = StrictCharField(required=False, max_length=255)
     kind = serializers.ChoiceField(choices=gov.EVIDENCE_KINDS)
-    source = serializers.ChoiceField(choices=gov.EVIDENCE_SOURCES)
+    source = serializers.ChoiceField(  # type: ignore[assignment]  # a field, not Field.source
+        choices=gov.EVIDENCE_SOURCES
+    )
     producerId = StrictCharField(required=False, max_length=255)
     summary = StrictCharField(max_length=10_000)
     outcome = serializers.ChoiceField(choices=gov.EVIDENCE_OUTCOMES)
@@ -214,7 +216,7 @@ class GuardSerializer(StrictSerializer):
     action = serializers.ChoiceField(choices=gov.GUARD_ACTIONS)
 
 
-class GuardResultSerializer(serializers.Serializer):
+class GuardResultSerializer(serializers.Serializer[Any]):
     allowed = serializers.BooleanField()
     reason = serializers.CharField(allow_null=True)
 
@@ -234,7 +236,8 @@ class ActiveWorkSchemaVersionField(serializers.IntegerField):
 
 class ActiveWorkIdField(serializers.CharField):
     def get_attribute(self, pointer: Any) -> str:
-        return pointer.work.work_id
+        work_id: str = pointer.work.work_id
+        return work_id
 
 
 class ActiveWorkSerializer(OutputSerializer):

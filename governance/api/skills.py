@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -18,7 +20,9 @@ class SkillPutSerializer(StrictSerializer):
     content = StrictCharField(help_text="SKILL.md: LF-only YAML front matter with name and "
                               "description; 1-100,000 characters")
     reason = StrictCharField(help_text="why the skill is installed; 1-500 characters, not blank")
-    source = StrictCharField(required=False, help_text="where it came from; 1-1,000 characters")
+    source = StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
+        required=False, help_text="where it came from; 1-1,000 characters"
+    )
 
 
 class SkillMatchQuerySerializer(StrictSerializer):
@@ -28,7 +32,7 @@ class SkillMatchQuerySerializer(StrictSerializer):
     text = serializers.CharField(max_length=500, trim_whitespace=False)
 
 
-class SkillSummarySerializer(serializers.Serializer):
+class SkillSummarySerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     version = serializers.IntegerField()
     content_hash = serializers.CharField(help_text="sha256 of the stored content's UTF-8 bytes")
@@ -47,7 +51,9 @@ class SkillSummarySerializer(serializers.Serializer):
 class SkillSerializer(SkillSummarySerializer):
     content = serializers.CharField()
     reason = serializers.CharField(allow_blank=True)
-    source = serializers.CharField(allow_null=True)
+    source = serializers.CharField(  # type: ignore[assignment]  # a field, not Field.source
+        allow_null=True
+    )
     installed_at = serializers.DateTimeField()
     author = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -57,7 +63,7 @@ class SkillWriteSerializer(SkillSerializer):
     result = serializers.CharField(help_text="created or confirmed")
 
 
-class SkillPageSerializer(serializers.Serializer):
+class SkillPageSerializer(serializers.Serializer[Any]):
     items = SkillSummarySerializer(many=True)
 
 

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gedweb.api.serializers import StrictCharField, StrictSerializer
-from gedweb.api.views import ProjectAPIView, errors, validated_query
+from gedweb.api.views import ProjectAPIView, errors, request_principal, validated_query
 from governance import standards
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
 
@@ -39,7 +39,7 @@ class StandardsImportListQuerySerializer(StrictSerializer):
     path = serializers.ChoiceField(choices=list(STANDARDS_PATHS), required=False)
 
 
-class StandardsImportSerializer(serializers.Serializer):
+class StandardsImportSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     path = serializers.CharField()
     sha256 = serializers.CharField()
@@ -55,11 +55,11 @@ class StandardsImportDetailSerializer(StandardsImportSerializer):
     content = serializers.CharField()
 
 
-class StandardsImportPageSerializer(serializers.Serializer):
+class StandardsImportPageSerializer(serializers.Serializer[Any]):
     items = StandardsImportSerializer(many=True)
 
 
-class StandardsSourceSerializer(serializers.Serializer):
+class StandardsSourceSerializer(serializers.Serializer[Any]):
     path = serializers.CharField()
     state = serializers.CharField(
         help_text="approved, pending, rejected, renewal-pending, renewal-rejected or "
@@ -76,7 +76,7 @@ class StandardsLeftOutSerializer(StandardsImportSerializer):
     reason = serializers.CharField()
 
 
-class StandardsStateSerializer(serializers.Serializer):
+class StandardsStateSerializer(serializers.Serializer[Any]):
     standards_hash = serializers.CharField(allow_null=True)
     rule = serializers.CharField()
     served = StandardsImportSerializer(many=True)
@@ -93,7 +93,7 @@ class StandardsStateSerializer(serializers.Serializer):
 
 
 def _import_or_404(project: Any, import_id: int) -> StandardsImport:
-    row = (
+    row: StandardsImport | None = (
         StandardsImport.objects.for_project(project)
         .select_related("decision")
         .filter(pk=import_id)
@@ -208,7 +208,7 @@ class StandardsDecideView(ProjectAPIView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # Scoping first: another project's token gets 404, this project's 403.
         super().initial(request, *args, **kwargs)
-        if not request.user.is_admin:
+        if not request_principal(request).is_admin:
             raise PermissionDenied("only the admin token or an operator in Django admin decides")
 
     def _decide(self, request: Request, import_id: int) -> Response:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
@@ -17,6 +17,7 @@ from drf_spectacular.utils import (
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.serializers import StrictSerializer
 from gedweb.api.views import ProjectAPIView, errors, refuse_body, validated_query
 from gedweb.errors import Conflict
 from gedweb.lib.governance import format_time, render_state_md
@@ -30,7 +31,7 @@ GOVERNANCE_WRITE_ERRORS = (400, 401, 404, 409, 413, 415, 422)
 
 
 def _work_or_404(project: Any, work_id: str) -> WorkItem:
-    work = WorkItem.objects.for_project(project).filter(work_id=work_id).first()
+    work: WorkItem | None = WorkItem.objects.for_project(project).filter(work_id=work_id).first()
     if work is None:
         raise Http404
     return work
@@ -45,10 +46,13 @@ class WorkAPIView(ProjectAPIView):
         super().initial(request, *args, **kwargs)
         self.work = _work_or_404(self.project, kwargs["work_id"])
 
-    def _validated(self, serializer_class: type, request: Request) -> dict[str, Any]:
+    def _validated(
+        self, serializer_class: type[StrictSerializer], request: Request
+    ) -> dict[str, Any]:
         serializer = serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
+        validated: dict[str, Any] = serializer.validated_data
+        return validated
 
 
 def _work_body(work: WorkItem, document: dict[str, Any]) -> dict[str, Any]:
@@ -279,10 +283,15 @@ class GovernanceWriteView(WorkAPIView):
         return Response(self.apply(data, **kwargs))
 
 
-def governance_write(operation_id: str, summary: str) -> Callable[[type], type]:
+WriteView = TypeVar("WriteView", bound=GovernanceWriteView)
+
+
+def governance_write(
+    operation_id: str, summary: str
+) -> Callable[[type[WriteView]], type[WriteView]]:
     """Document a GovernanceWriteView subclass's POST from its serializer."""
 
-    def decorate(view: type) -> type:
+    def decorate(view: type[WriteView]) -> type[WriteView]:
         return extend_schema_view(
             post=extend_schema(
                 operation_id=operation_id,

@@ -7,7 +7,10 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class BearerTokenScheme(OpenApiAuthenticationExtension):
+# drf-spectacular's OpenApiAuthenticationExtension.__init_subclass__ is unannotated.
+class BearerTokenScheme(  # type: ignore[no-untyped-call]  # untyped upstream, see above
+    OpenApiAuthenticationExtension
+):
     target_class = "memory.api.authentication.BearerTokenAuthentication"
     name = "BearerToken"
 

@@ -37,7 +37,7 @@ from memory.validators import (
     {"oneOf": [{"type": "string", "format": "uuid"}, {"type": "integer", "minimum": 1}],
      "nullable": True}
 )
-class EntryReferenceField(serializers.Field):
+class EntryReferenceField(serializers.Field[str | int, Any, Any, Any]):
     """An entry named by its uuid (string) or its seq (integer)."""
 
     default_error_messages = {"invalid": "must be an entry uuid or a positive seq number"}
@@ -56,7 +56,8 @@ class EntryReferenceField(serializers.Field):
 class BlankAsNullField(serializers.CharField):
     """Text a row keeps as "" until it is set, answered as null until then."""
 
-    def to_representation(self, value: Any) -> str | None:
+    # CharField's stub fixes the representation to str; DRF does not, and this one is null.
+    def to_representation(self, value: Any) -> str | None:  # type: ignore[override]
         return str(value) or None
 
 
@@ -103,7 +104,7 @@ class ProjectCreatedSerializer(ProjectSerializer):
     )
 
 
-class ProjectListSerializer(serializers.Serializer):
+class ProjectListSerializer(serializers.Serializer[Any]):
     items = ProjectSerializer(many=True)
 
 
@@ -116,7 +117,7 @@ class EntryCreateSerializer(StrictSerializer):
         validators=[validate_content],
         help_text="not blank, at most 32,000 UTF-8 bytes, no NUL",
     )
-    source = StrictCharField(
+    source = StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
         required=False,
         default="operator",
         allow_blank=False,
@@ -137,7 +138,7 @@ class EntrySerializer(OutputSerializer):
     project_id = serializers.CharField()
     category = serializers.CharField()
     content = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.source
     corrects = serializers.UUIDField(source="corrects_uuid_text", allow_null=True)
     author = serializers.CharField()
     created_at = TimestampField(help_text="UTC, six fractional digits, +00:00")
@@ -146,7 +147,7 @@ class EntrySerializer(OutputSerializer):
     corrected_by = CorrectedByField()
 
 
-class EntryPageSerializer(serializers.Serializer):
+class EntryPageSerializer(serializers.Serializer[Any]):
     items = EntrySerializer(many=True)
     next_cursor = serializers.IntegerField(allow_null=True)
 
@@ -160,7 +161,9 @@ class EntryListQuerySerializer(StrictSerializer):
     before = serializers.IntegerField(required=False, min_value=1)
     order = serializers.ChoiceField(choices=["asc", "desc"], required=False, default="asc")
     category = serializers.CharField(required=False, max_length=64)
-    source = serializers.CharField(required=False, max_length=128)
+    source = serializers.CharField(  # type: ignore[assignment]  # a field, not Field.source
+        required=False, max_length=128
+    )
     since = serializers.DateTimeField(required=False)
     # The longest valid listing URL must fit gunicorn's request line
     # (limit_request_line = 8190 in gunicorn.conf.py). Percent-encoded, a
@@ -212,7 +215,7 @@ class VerifySerializer(OutputSerializer):
 class CandidateCreateSerializer(StrictSerializer):
     category = StrictCharField(allow_blank=False, validators=[validate_category])
     content = StrictCharField(allow_blank=False, validators=[validate_content])
-    source = StrictCharField(
+    source = StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
         required=False, default="operator", allow_blank=False, validators=[validate_source]
     )
 
@@ -222,7 +225,7 @@ class CandidateSerializer(OutputSerializer):
     project_id = serializers.CharField()
     category = serializers.CharField()
     content = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.source
     author = serializers.CharField()
     status = serializers.ChoiceField(choices=["pending", "approved", "rejected"])
     created_at = TimestampField()
@@ -237,7 +240,7 @@ class CandidateListQuerySerializer(StrictSerializer):
     after = serializers.IntegerField(required=False, min_value=0)
 
 
-class CandidatePageSerializer(serializers.Serializer):
+class CandidatePageSerializer(serializers.Serializer[Any]):
     items = CandidateSerializer(many=True)
     next_cursor = serializers.IntegerField(allow_null=True)
 
@@ -245,7 +248,7 @@ class CandidatePageSerializer(serializers.Serializer):
 # --- durable documents ----------------------------------------------------------
 
 
-class DocumentRevisionListSerializer(serializers.Serializer):
+class DocumentRevisionListSerializer(serializers.Serializer[Any]):
     path = serializers.CharField()
     items = DocumentRevisionSummarySerializer(many=True)
 
@@ -260,7 +263,7 @@ class DocumentListItemSerializer(OutputSerializer):
     )
 
 
-class DocumentListSerializer(serializers.Serializer):
+class DocumentListSerializer(serializers.Serializer[Any]):
     items = DocumentListItemSerializer(many=True)
 
 

@@ -6,6 +6,8 @@ shape, call one service or selector, answer through the output serializer.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django.core.exceptions import ValidationError
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -26,6 +28,7 @@ from gedweb.api.views import (
     ProjectAPIView,
     errors,
     refuse_body,
+    request_principal,
     validated_query,
 )
 from gedweb.lib.mirror import render_chunks
@@ -149,8 +152,13 @@ class EntryListView(ProjectAPIView):
             source=data["source"],
             corrects=data["corrects"],
             idempotency_key=key,
-            request_hash=services.request_fingerprint(request.data) if key is not None else None,
-            idempotency_scope=request.user.idempotency_scope,
+            # The serializer accepted the body, so it is a JSON object.
+            request_hash=(
+                services.request_fingerprint(cast(dict[str, Any], request.data))
+                if key is not None
+                else None
+            ),
+            idempotency_scope=request_principal(request).idempotency_scope,
         )
         response = Response(s.EntrySerializer.render(result.entry), status=201)
         if result.replayed:
@@ -238,7 +246,10 @@ class CandidateActionView(ProjectAPIView):
 
     def _candidate(self, candidate_id: str) -> MemoryCandidate:
         try:
-            return MemoryCandidate.objects.for_project(self.project).get(uuid=candidate_id)
+            candidate: MemoryCandidate = MemoryCandidate.objects.for_project(self.project).get(
+                uuid=candidate_id
+            )
+            return candidate
         except (MemoryCandidate.DoesNotExist, ValueError, ValidationError):
             # A malformed id names no candidate: UUIDField lookups raise
             # ValidationError for it, which must not become a 400.
