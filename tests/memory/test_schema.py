@@ -199,7 +199,9 @@ def test_the_docs_page_is_served_without_external_scripts(client):
     html = response.content.decode()
     assert "<script" in html
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", html, re.IGNORECASE)
+    # A CDN's host name, not the letters: the page's random CSRF token may
+    # hold "cdn" (it did, once in a while, and failed this test).
     for host in ("cdn", "unpkg", "jsdelivr", "cdnjs"):
-        assert host not in html.lower()
+        assert not re.search(rf"{host}[\w-]*\.[a-z]", html, re.IGNORECASE), host
     assert "/v1/schema" in html
     assert MemoryEntry.objects.count() == 0
