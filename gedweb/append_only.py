@@ -26,7 +26,9 @@ class AppendOnlyError(Exception):
     """Raised when code tries to change or delete append-only data."""
 
 
-class AppendOnlyQuerySet(models.QuerySet):
+# Concrete rather than generic: every row it reads is an AppendOnlyModel, and the
+# apps' querysets subclass it unparameterised.
+class AppendOnlyQuerySet(models.QuerySet["AppendOnlyModel"]):
     """Reads of an append-only model; bulk writes other than inserts are refused."""
 
     def update(self, **kwargs: Any) -> NoReturn:
@@ -173,5 +175,6 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
 
 def refuse_change_function() -> str:
     """The PostgreSQL trigger function's body (between its $$), as memory 0002 created it."""
-    return _entries_migration().POSTGRES_FORWARD[0].split("$$")[1]
+    function_statement: str = _entries_migration().POSTGRES_FORWARD[0]
+    return function_statement.split("$$")[1]
 

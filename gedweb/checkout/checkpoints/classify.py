@@ -120,7 +120,8 @@ def logical_work_id(meta: bytes | None, slug: str) -> str:
     except (ValueError, RecursionError):
         return slug
     if isinstance(record, dict) and is_nonblank(record.get("workId")):
-        return record["workId"]
+        work_id: str = record["workId"]  # is_nonblank holds only for a str
+        return work_id
     return slug
 
 
