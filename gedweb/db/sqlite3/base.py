@@ -157,7 +157,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             lock.acquire(float(self.settings_dict["OPTIONS"].get("timeout", 5)))
             self._writer_lock = lock
         try:
-            super()._start_transaction_under_autocommit()  # type: ignore[misc]  # private, unstubbed
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]  # unstubbed
         except BaseException:
             self._release_writer_lock()
             raise
