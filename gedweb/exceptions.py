@@ -102,7 +102,9 @@ _FIXED_MESSAGES = {
 }
 
 
-def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def error_body(
+    code: str, message: str, fields: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
     body: dict[str, Any] = {"code": code, "message": message}
     if fields:
         body["fields"] = fields

@@ -29,7 +29,8 @@ class _Marker(str):
 
 
 class _Compiled:
-    def __init__(self, query: QuerySet[Any, dict[str, Any]], markers: dict[str, _Marker], using: str) -> None:
+    def __init__(self, query: QuerySet[Any, dict[str, Any]], markers: dict[str, _Marker],
+                 using: str) -> None:
         self.connection = connections[using]
         self.compiler = query.query.get_compiler(using=using)
         self.sql, params = self.compiler.as_sql()
