@@ -72,7 +72,9 @@ class _ForgetTheAccountOnSuccess:
         self.reset_attempts(username=name)  # type: ignore[attr-defined]  # the axes handler's
 
 
-class DatabaseHandler(_ForgetTheAccountOnSuccess, AxesDatabaseHandler):  # type: ignore[misc]  # untyped
+class DatabaseHandler(  # type: ignore[misc]  # axes is untyped
+    _ForgetTheAccountOnSuccess, AxesDatabaseHandler,
+):
     """Counters in the database (without REDIS_URL)."""
 
 
