@@ -72,8 +72,8 @@ class _ForgetTheAccountOnSuccess:
         self.reset_attempts(username=name)  # type: ignore[attr-defined]  # the axes handler's
 
 
-class DatabaseHandler(  # type: ignore[misc]  # axes is untyped
-    _ForgetTheAccountOnSuccess, AxesDatabaseHandler,
+class DatabaseHandler(
+    _ForgetTheAccountOnSuccess, AxesDatabaseHandler,  # type: ignore[misc]  # axes is untyped
 ):
     """Counters in the database (without REDIS_URL)."""
 
