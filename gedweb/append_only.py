@@ -26,20 +26,27 @@ class AppendOnlyError(Exception):
     """Raised when code tries to change or delete append-only data."""
 
 
-class AppendOnlyQuerySet(models.QuerySet):
+# QuerySet[Any]: the apps' querysets subclass this one for their own models
+# (a row type here would become theirs).
+class AppendOnlyQuerySet(models.QuerySet[Any]):
     """Reads of an append-only model; bulk writes other than inserts are refused."""
 
     def update(self, **kwargs: Any) -> NoReturn:
-        self.model.append_only_refuse()
+        self._refuse()
 
     def delete(self) -> NoReturn:
-        self.model.append_only_refuse(deleting=True)
+        self._refuse(deleting=True)
 
     def bulk_update(self, objs: Any, fields: Any, batch_size: Any = None) -> NoReturn:
-        self.model.append_only_refuse()
+        self._refuse()
 
     def update_or_create(self, *args: Any, **kwargs: Any) -> NoReturn:
-        self.model.append_only_refuse()
+        self._refuse()
+
+    def _refuse(self, *, deleting: bool = False) -> NoReturn:
+        # Only AppendOnlyModel's manager reads through this queryset.
+        model: type[AppendOnlyModel] = self.model
+        model.append_only_refuse(deleting=deleting)
 
 
 class AppendOnlyModel(models.Model):
@@ -173,5 +180,6 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
 
 def refuse_change_function() -> str:
     """The PostgreSQL trigger function's body (between its $$), as memory 0002 created it."""
-    return _entries_migration().POSTGRES_FORWARD[0].split("$$")[1]
+    function_statement: str = _entries_migration().POSTGRES_FORWARD[0]
+    return function_statement.split("$$")[1]
 

@@ -22,7 +22,7 @@ def to_json(value: Any) -> str:
 
 
 def get_project(project_id: str) -> Project:
-    project = Project.objects.filter(pk=project_id).first()
+    project: Project | None = Project.objects.filter(pk=project_id).first()
     if project is None:
         raise CommandError(f"no project {project_id!r}")
     return project

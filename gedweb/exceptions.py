@@ -102,7 +102,9 @@ _FIXED_MESSAGES = {
 }
 
 
-def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict:
+def error_body(
+    code: str, message: str, fields: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
     body: dict[str, Any] = {"code": code, "message": message}
     if fields:
         body["fields"] = fields
@@ -155,7 +157,7 @@ def _suspicious_response(exc: SuspiciousOperation) -> Response:
     return Response(error_body("bad_request", message), status=400)
 
 
-def api_exception_handler(exc: Exception, context: dict) -> Response:
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, SuspiciousOperation):
         return _suspicious_response(exc)
     if isinstance(exc, DomainError):
@@ -179,7 +181,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
             message = _FIXED_MESSAGES.get(status) or str(getattr(exc, "detail", "")) or code
             retry_after = None
             if isinstance(exc, drf.Throttled):
-                retry_after = max(1, math.ceil(exc.wait or 1))
+                # DRF sets wait in Throttled.__init__; drf-stubs do not declare it.
+                retry_after = max(1, math.ceil(exc.wait or 1))  # type: ignore[attr-defined]
             response = Response(error_body(code, message), status=status)
             if status == 401:
                 response["WWW-Authenticate"] = "Bearer"

@@ -27,7 +27,10 @@ import secrets
 import stat
 from pathlib import Path
 
-from django.core.checks.security.base import _check_secret_key as _django_accepts_secret_key
+# Private, so django-stubs leave it out; it is the deploy check's own rule.
+from django.core.checks.security.base import (  # type: ignore[attr-defined]  # unstubbed
+    _check_secret_key as _django_accepts_secret_key,
+)
 from django.core.exceptions import ImproperlyConfigured
 
 from gedweb.checkout import safefs

@@ -24,10 +24,10 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
-from axes.backends import AxesStandaloneBackend
-from axes.handlers.cache import AxesCacheHandler
-from axes.handlers.database import AxesDatabaseHandler
-from axes.helpers import get_cool_off
+from axes.backends import AxesStandaloneBackend  # type: ignore[import-untyped]  # no types
+from axes.handlers.cache import AxesCacheHandler  # type: ignore[import-untyped]  # no types
+from axes.handlers.database import AxesDatabaseHandler  # type: ignore[import-untyped]  # no types
+from axes.helpers import get_cool_off  # type: ignore[import-untyped]  # no types
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -37,7 +37,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-class ThrottledBackend(AxesStandaloneBackend):
+class ThrottledBackend(AxesStandaloneBackend):  # type: ignore[misc]  # axes is untyped
     """axes' backend, except for calls that carry no request.
 
     Every HTTP login (``/accounts/login/``, ``/admin/login/``) passes its
@@ -49,7 +49,9 @@ class ThrottledBackend(AxesStandaloneBackend):
     def authenticate(self, request: HttpRequest | None, *args: Any, **kwargs: Any) -> None:
         if request is None:
             return None
-        return super().authenticate(request, *args, **kwargs)
+        # axes' backend authenticates no one: it returns None, or raises when locked out.
+        super().authenticate(request, *args, **kwargs)
+        return None
 
 
 class _ForgetTheAccountOnSuccess:
@@ -64,16 +66,19 @@ class _ForgetTheAccountOnSuccess:
     """
 
     def user_logged_in(self, sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
-        super().user_logged_in(sender, request, user, **kwargs)  # type: ignore[misc]
-        name = username(request, {settings.AXES_USERNAME_FORM_FIELD: user.get_username()})
-        self.reset_attempts(username=name)  # type: ignore[attr-defined]
+        super().user_logged_in(sender, request, user, **kwargs)  # type: ignore[misc]  # a mixin
+        field = settings.AXES_USERNAME_FORM_FIELD  # type: ignore[misc]  # set by axes.conf
+        name = username(request, {field: user.get_username()})
+        self.reset_attempts(username=name)  # type: ignore[attr-defined]  # the axes handler's
 
 
-class DatabaseHandler(_ForgetTheAccountOnSuccess, AxesDatabaseHandler):
+class DatabaseHandler(
+    _ForgetTheAccountOnSuccess, AxesDatabaseHandler,  # type: ignore[misc]  # axes is untyped
+):
     """Counters in the database (without REDIS_URL)."""
 
 
-class CacheHandler(_ForgetTheAccountOnSuccess, AxesCacheHandler):
+class CacheHandler(_ForgetTheAccountOnSuccess, AxesCacheHandler):  # type: ignore[misc]  # untyped
     """Counters in the ``logins`` cache, Redis (with REDIS_URL)."""
 
 
@@ -132,7 +137,7 @@ def username(request: HttpRequest, credentials: dict[str, Any] | None) -> str | 
     and anyone could lock that address out by guessing as that "user". No
     Django username contains a space, so the suffix cannot meet a real one.
     """
-    field = settings.AXES_USERNAME_FORM_FIELD
+    field = settings.AXES_USERNAME_FORM_FIELD  # type: ignore[misc]  # set by axes.conf
     if credentials:
         value = credentials.get(field)
     else:
@@ -186,7 +191,7 @@ def lockout_response(
         request,
         "registration/lockout.html",
         {"minutes": minutes, "retry_at": retry_at},
-        status=settings.AXES_HTTP_RESPONSE_CODE,
+        status=settings.AXES_HTTP_RESPONSE_CODE,  # type: ignore[misc]  # set by axes.conf
     )
     response["Retry-After"] = str(minutes * 60)
     return response.render()

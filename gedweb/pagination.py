@@ -32,7 +32,7 @@ class KeysetSlice:
         return key_of(self.items[-1], self.key) if self.more else None
 
 
-def keyset_slice(rows: QuerySet, *, key: str, limit: int, after: Any = None,
+def keyset_slice(rows: QuerySet[Any, Any], *, key: str, limit: int, after: Any = None,
                  before: Any = None, descending: bool = False,
                  order: str | None = None) -> KeysetSlice:
     """The first ``limit`` rows with ``after < key < before``, ascending unless ``descending``.

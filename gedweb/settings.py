@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import environ
+import environ  # type: ignore[import-untyped]  # django-environ ships no types
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -42,7 +42,7 @@ def _bool(name: str, default: bool) -> bool:
 
 
 def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = env.str(name, default=default).strip()
+    value: str = env.str(name, default=default).strip()
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     return value
@@ -391,7 +391,7 @@ AXES_VERBOSE = False
 
 def _redis_url(name: str) -> str | None:
     """redis://[user:password@]host[:port][/db], rediss://..., unix:///path; unset means None."""
-    raw = env.str(name, default="").strip()
+    raw: str = env.str(name, default="").strip()
     if not raw:
         return None
     # The value itself is not repeated: it may hold a password.

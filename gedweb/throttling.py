@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext as _no_transaction
+from typing import Protocol, cast
 
 from django.conf import settings
 from django.core.cache import caches
@@ -108,6 +109,10 @@ def count_request(key: str, rate: Rate, now: float) -> tuple[int, int]:
     return count_requests([(key, rate)], now)[0]
 
 
+class _RatedPrincipal(Protocol):
+    rate_key: str
+
+
 class TokenRateThrottle(BaseThrottle):
     """DRF throttle for both limits.
 
@@ -116,7 +121,8 @@ class TokenRateThrottle(BaseThrottle):
     """
 
     def allow_request(self, request: Request, view: object) -> bool:
-        principal = request.user
+        # The API's authentication sets a principal with a rate key, or None on open views.
+        principal = cast("_RatedPrincipal | None", request.user)
         if principal is None:  # a view open to everyone: /healthz, the schema
             return True
         who = principal.rate_key

@@ -21,7 +21,7 @@ from memory import views as memory_pages
 # Swagger UI's page (templates/drf_spectacular/swagger_ui.html) has one
 # inline script and one inline style; per-request nonces admit exactly
 # those. Everything else is the site-wide SECURE_CSP.
-DOCS_CSP = {
+DOCS_CSP: dict[str, list[str]] = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF, CSP.NONCE],
     "style-src": [CSP.SELF, CSP.NONCE],
@@ -36,7 +36,8 @@ DOCS_CSP = {
 class _SchemaNegotiation(DefaultContentNegotiation):
     # URL_FORMAT_OVERRIDE is off for the API (?format= is the context
     # bundle's own); the schema keeps ?format=json|yaml.
-    settings = APISettings({"URL_FORMAT_OVERRIDE": "format"})
+    # drf-stubs type it as api_settings' stub-only subclass; the runtime class is this one.
+    settings = APISettings({"URL_FORMAT_OVERRIDE": "format"})  # type: ignore[assignment]  # stubs
 
 
 # The schema and its docs are drf-spectacular's views; their errors (406,

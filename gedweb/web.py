@@ -8,7 +8,7 @@ keyset_page, the team pages' face of the one keyset paginator.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
@@ -16,20 +16,26 @@ from django.shortcuts import get_object_or_404
 from gedweb.pagination import key_of, keyset_slice
 from memory.models import Membership, Project
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 PAGE_SIZE = 50
 
 
 def project_or_404(request: HttpRequest, project_id: str) -> Project:
     """The one way a page gets its project: visible to this user, or 404."""
-    return get_object_or_404(Project.objects.visible_to(request.user), pk=project_id)
+    project: Project = get_object_or_404(Project.objects.visible_to(request.user), pk=project_id)
+    return project
 
 
 def project_context(request: HttpRequest, project: Project, section: str) -> dict[str, Any]:
     """What base.html needs on every project page: switcher, role, active tab."""
     role = None
     if not request.user.is_superuser:
+        # project_or_404 let only a member through, so the user has signed in.
+        member = cast("User", request.user)
         role = (
-            Membership.objects.filter(user=request.user, project=project)
+            Membership.objects.filter(user=member, project=project)
             .values_list("role", flat=True)
             .first()
         )

@@ -212,10 +212,12 @@ class Client:
             # The first attempt may still be running on the server.
             retry_conflict_codes=frozenset({"idempotency_in_flight"}),
         )
-        return response.json()
+        created: dict[str, Any] = response.json()
+        return created
 
     def memory_page(self, project: str, **query: Any) -> dict[str, Any]:
-        return self.get_json(self.project_path(project, "memory"), **query)
+        page: dict[str, Any] = self.get_json(self.project_path(project, "memory"), **query)
+        return page
 
     def all_items(self, path: str, *, page_size: int, cursor_type: type[int] | type[str] = int,
                   **query: Any) -> list[dict[str, Any]]:
@@ -248,7 +250,8 @@ class Client:
                               order="asc", **query)
 
     def memory_get(self, project: str, ref: str | int) -> dict[str, Any]:
-        return self.get_json(self.project_path(project, "memory", str(ref)))
+        entry: dict[str, Any] = self.get_json(self.project_path(project, "memory", str(ref)))
+        return entry
 
     def context(self, project: str, work_id: str | None = None) -> str:
         return self.request("GET", self.project_path(project, "context"),
@@ -259,24 +262,34 @@ class Client:
 
     def work_open(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
         # Not idempotent on the server: never retried, so work is opened at most once.
-        return self.request("POST", self.project_path(project, "work"), json_body=body,
-                            retry=False).json()
+        opened: dict[str, Any] = self.request("POST", self.project_path(project, "work"),
+                                              json_body=body, retry=False).json()
+        return opened
 
     def governance(self, project: str, work_id: str) -> dict[str, Any]:
-        return self.get_json(self.project_path(project, "work", work_id, "governance"))
+        state: dict[str, Any] = self.get_json(
+            self.project_path(project, "work", work_id, "governance"))
+        return state
 
     def guard(self, project: str, work_id: str, action: str) -> dict[str, Any]:
         # The guard only reads state, so a retry is harmless.
-        return self.request("POST", self.project_path(project, "work", work_id, "governance",
-                                                      "guard"),
-                            json_body={"action": action}).json()
+        verdict: dict[str, Any] = self.request(
+            "POST", self.project_path(project, "work", work_id, "governance", "guard"),
+            json_body={"action": action}).json()
+        return verdict
 
 
-def _advances(cursor: Any, after: int | str | None, cursor_type: type) -> bool:
+def _advances(cursor: Any, after: int | str | None,
+              cursor_type: type[int] | type[str]) -> bool:
     """A next cursor is of the listing's type and past the one its page was asked after."""
     if isinstance(cursor, bool) or not isinstance(cursor, cursor_type):
         return False  # JSON's true is no seq, though Python's bool is an int
-    return after is None or cursor > after
+    if after is None:
+        return True
+    # after is an earlier cursor that passed this same check, so of cursor's type.
+    if isinstance(cursor, int) and isinstance(after, int):
+        return cursor > after
+    return isinstance(cursor, str) and isinstance(after, str) and cursor > after
 
 
 def _describe(exc: BaseException) -> str:

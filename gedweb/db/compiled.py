@@ -29,11 +29,12 @@ class _Marker(str):
 
 
 class _Compiled:
-    def __init__(self, query: QuerySet, markers: dict[str, _Marker], using: str) -> None:
+    def __init__(self, query: QuerySet[Any, dict[str, Any]], markers: dict[str, _Marker],
+                 using: str) -> None:
         self.connection = connections[using]
         self.compiler = query.query.get_compiler(using=using)
         self.sql, params = self.compiler.as_sql()
-        by_marker = {marker: name for name, marker in markers.items()}
+        by_marker: dict[str, str] = {marker: name for name, marker in markers.items()}
         # Each parameter is either a named value given per call or a constant
         # the ORM put there itself; None and markers never collide.
         self.template = [
@@ -53,7 +54,7 @@ class CompiledRead:
     back as a dict keyed by those names, converted as Django converts them.
     """
 
-    def __init__(self, build: Callable[..., QuerySet], *names: str) -> None:
+    def __init__(self, build: Callable[..., QuerySet[Any, dict[str, Any]]], *names: str) -> None:
         self._build = build
         self._names = names
         self._local = threading.local()

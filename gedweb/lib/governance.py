@@ -200,6 +200,7 @@ def resolve_mode(
     escalation_reason: str | None = None,
 ) -> dict[str, Any]:
     """GedPi's precedence, first match wins."""
+    code: ReasonCode
     if not mutation_intent:
         code = "no-mutation-intent"
     elif ambiguity == "decision-needed":
@@ -410,7 +411,8 @@ class _Shape(BaseModel):
 
 
 # Optional keys are omittable, never null: a field's default is not validated,
-# while an explicit null is, and is refused.
+# while an explicit null is, and is refused. Types cannot say "absent or X", so
+# each such None default carries a type: ignore[assignment].
 
 
 class _Decision(_Shape):
@@ -452,7 +454,7 @@ class _Snapshot(_Shape):
     stagedPaths: Annotated[UniqueNonBlankStrings, _unique_strings("{what}.stagedPaths")]
     unstagedPaths: Annotated[UniqueNonBlankStrings, _unique_strings("{what}.unstagedPaths")]
     untrackedPaths: Annotated[UniqueNonBlankStrings, _unique_strings("{what}.untrackedPaths")]
-    paths: Annotated[list[_SnapshotPath], Refusal("{what}.paths must be a list")]
+    # paths, the last field, is declared by each snapshot below with its own item type.
 
 
 # The same snapshot under two names, so that GedPi's sentences say which one failed.
@@ -529,7 +531,7 @@ class _VerificationContent(_Shape):
     commands: Annotated[list[_Command], Field(min_length=1),
                         Refusal("verification commands must be a non-empty list")]
     environment: _Environment
-    review: _Review = Field(default=None)
+    review: _Review = Field(default=None)  # type: ignore[assignment]  # omittable, not null
     residualRisks: Annotated[list[str], AfterValidator(_no_repeats),
                              Refusal("residualRisks must be a list of unique strings")]
 
@@ -562,7 +564,7 @@ class _Evidence(_Shape):
     kind: Annotated[EvidenceKind, Refusal("evidence kind is not known")]
     source: Annotated[EvidenceSource, Refusal("evidence source must be human, runtime or agent")]
     producerId: Annotated[NonBlank, Refusal("evidence producerId must not be blank when present")
-                          ] = Field(default=None)
+                          ] = Field(default=None)  # type: ignore[assignment]  # omittable, not null
     recordedAt: Annotated[CanonicalTime,
                           Refusal("evidence recordedAt must be a canonical UTC time")]
     summary: Annotated[NonBlank, Refusal("evidence summary must not be blank")]
@@ -571,7 +573,7 @@ class _Evidence(_Shape):
     binding: Annotated[Binding, Refusal(
         "evidence binding must be an object with a type",
         {"union_tag_invalid": "unknown evidence binding type {tag}"},
-    )] = Field(default=None)
+    )] = Field(default=None)  # type: ignore[assignment]  # omittable, not null
 
     @model_validator(mode="after")
     def _a_milestone_proves_a_commit(self) -> Self:
@@ -661,7 +663,7 @@ class _State(_Shape):
                               _records_with_ids("pendingCommits")] = Field(default=[])
     lifecycleTransitions: Annotated[list[_Transition], AfterValidator(_unique_ids),
                                     _records_with_ids("lifecycleTransitions")] = Field(default=[])
-    contentBaseline: _ContentBaseline = Field(default=None)
+    contentBaseline: _ContentBaseline = Field(default=None)  # type: ignore[assignment]  # omittable, not null
 
     @model_validator(mode="after")
     def _transitions_chain_to_the_lifecycle(self) -> Self:
@@ -747,7 +749,9 @@ def initial_state(
 # --- guard (§2.6) ---------------------------------------------------------------------
 
 
-def _latest(evidence: Sequence[Mapping[str, Any]], kind: str) -> tuple[int, Mapping | None]:
+def _latest(
+    evidence: Sequence[Mapping[str, Any]], kind: str,
+) -> tuple[int, Mapping[str, Any] | None]:
     """The newest record of a kind by append order (never by recordedAt)."""
     for index in range(len(evidence) - 1, -1, -1):
         if evidence[index]["kind"] == kind:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from gedweb.checkout import safefs
 
@@ -42,7 +42,7 @@ DECISION_REASONS = {
     ),
 }
 
-DECISION_REASON_CODE = "decision-needed"
+DECISION_REASON_CODE: Final = "decision-needed"
 DECISION_REASON = "Legacy checkpoint state requires human review and cannot authorize current work."
 EXECUTION_PROFILE = "solo"
 
@@ -120,7 +120,8 @@ def logical_work_id(meta: bytes | None, slug: str) -> str:
     except (ValueError, RecursionError):
         return slug
     if isinstance(record, dict) and is_nonblank(record.get("workId")):
-        return record["workId"]
+        work_id: str = record["workId"]  # is_nonblank holds only for a str
+        return work_id
     return slug
 
 
@@ -128,7 +129,7 @@ def candidate_id(checkpoint_path: str) -> str:
     return "legacy-" + safefs.sha256_hex(checkpoint_path.encode("utf-8"))[:20]
 
 
-def decide(candidates: list[Mapping[str, Any]]) -> dict[str, Any]:
+def decide(candidates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The import decision: at most one candidate, and only when nothing is doubtful."""
     chosen: str | None = None
     logical = [c["logicalWorkId"] for c in candidates]

@@ -30,6 +30,7 @@ from gedweb.checkout.checkpoints.layout import (
     WORK,
 )
 from gedweb.lib import governance
+from gedweb.lib.ids import is_work_id
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _runtime_entries(root: Path) -> tuple[list[str], list[str]]:
 
 
 def _is_current_generated_runtime(root: Path, name: str) -> bool:
-    if not governance.is_work_id(name):
+    if not is_work_id(name):
         return False
     meta_path = f"{WORK}/{name}/META.json"
     if file_kind(root, meta_path) != "file":

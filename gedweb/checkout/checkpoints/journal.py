@@ -110,10 +110,10 @@ def _validate_manifest_entry(item: Any, backup_id: str, candidate_ids: set[str])
 def validate_plan(data: bytes) -> dict[str, Any]:
     """Parse PLAN.json and recompute every derived field; InvalidJournal on any difference."""
     try:
-        plan = loads_json(data.decode("utf-8"))
+        parsed = loads_json(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise _journal_error("it is not valid JSON") from None
-    _exact_keys(plan, PLAN_KEYS, "PLAN.json")
+    plan = _exact_keys(parsed, PLAN_KEYS, "PLAN.json")
     if plan["schemaVersion"] != 1 or isinstance(plan["schemaVersion"], bool):
         raise _journal_error("schemaVersion must be 1")
     migration_id = plan["migrationId"]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gedweb.checkout import safefs
 from gedweb.checkout.checkpoints.backups import back_up_sources, check_inventory, verify_backups
@@ -74,7 +74,8 @@ def _run(root: Path, now: datetime | None) -> CheckpointResult:
         plan = build_plan(inventory, now or datetime.now(UTC))
         # Exclusive publication: a concurrent run that lost the race adopts the winner's plan.
         if not safefs.publish_exclusive(root, PLAN_PATH, pretty_json(plan)):
-            plan = read_plan(root)
+            # Publication lost only to a plan file already there, which read_plan reads.
+            plan = cast("dict[str, Any]", read_plan(root))
         failpoint("checkpoints.plan")
     else:
         plan = validate_plan(data)

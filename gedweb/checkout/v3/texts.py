@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from gedweb.checkout.v3.layout import adr_path
 
@@ -40,7 +40,7 @@ def js_trim(text: str) -> str:
     return text.strip(JS_WHITESPACE)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

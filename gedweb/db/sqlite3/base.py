@@ -157,7 +157,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             lock.acquire(float(self.settings_dict["OPTIONS"].get("timeout", 5)))
             self._writer_lock = lock
         try:
-            super()._start_transaction_under_autocommit()
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]  # unstubbed
         except BaseException:
             self._release_writer_lock()
             raise
@@ -169,7 +169,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _commit(self) -> None:
         try:
-            super()._commit()
+            super()._commit()  # type: ignore[misc]  # private: not in django-stubs
         finally:
             # A failed COMMIT leaves the transaction open; Django rolls it
             # back next (and _rollback releases nothing twice).
@@ -178,13 +178,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _rollback(self) -> None:
         try:
-            super()._rollback()
+            super()._rollback()  # type: ignore[misc]  # private: not in django-stubs
         finally:
             self._release_writer_lock()
 
     def _close(self) -> None:
         try:
-            super()._close()
+            super()._close()  # type: ignore[misc]  # private: not in django-stubs
         finally:
             self._release_writer_lock()
 
