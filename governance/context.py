@@ -11,7 +11,7 @@ frame, so nothing in project data can end its frame and act as instruction.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -216,7 +216,8 @@ def _governance_on_record(work: WorkItem) -> bool:
 def _runtime_sections(work: WorkItem | None) -> list[Section]:
     sections = [Section("Runtime trust boundary", None, None, RUNTIME_BOUNDARY)]
     trusted = work is not None and _governance_on_record(work)
-    state = services.governance_document(work) if trusted else None
+    # trusted only when there is a work item.
+    state = services.governance_document(cast(WorkItem, work)) if trusted else None
     summary = governance_summary(state) if state is not None else NO_STATE
     sections += [
         Section("Current Durable Task State", None, None, "## Current Durable Task State"),

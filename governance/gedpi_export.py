@@ -58,8 +58,8 @@ def work_files(work: WorkItem) -> dict[str, bytes]:
     files = {f"{work_dir}/META.json": gedpi_json(services.meta_document(work))}
     for name, row in services.latest_files(work).items():
         files[f"{work_dir}/{name}"] = row.content.encode("utf-8")
-    for (task_id, name), row in services.latest_task_artifacts(work).items():
-        files[f"{work_dir}/tasks/{task_id}/{name}"] = row.content.encode("utf-8")
+    for (task_id, name), artifact in services.latest_task_artifacts(work).items():
+        files[f"{work_dir}/tasks/{task_id}/{name}"] = artifact.content.encode("utf-8")
     document = services.governance_document(work)
     files[f"{runtime}/governance.json"] = gedpi_json(document)
     # A projection: rendered from the current revision, never imported.

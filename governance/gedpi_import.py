@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -108,8 +108,10 @@ def _check_migrated(root: Path) -> None:
         raise CheckoutRefused(f"{root} is not a GedPi checkout: .ged/VERSION is missing")
     number = re.match(r"\s*([+-]?[0-9]+)", version.decode("utf-8", "replace")) if version else None
     if number is not None and int(number.group(1)) > 3:
+        # A number was read, so VERSION exists.
+        shown_version = cast(bytes, version)[:20]
         raise CheckoutRefused(
-            f"{root}: .ged/VERSION is {version[:20]!r}; ged_import reads version 3 only"
+            f"{root}: .ged/VERSION is {shown_version!r}; ged_import reads version 3 only"
         )
     # A VERSION below 3 with a complete migration is fine: ged_migrate_v3 leaves
     # raising VERSION to GedPi's next start (docs/migration.md).
@@ -861,13 +863,13 @@ def import_checkout(
             result.count("standards", changed)
             result.standards.append(line)
         for skill in checkout.skills:
-            outcome = _named(f".agents/skills/{skill.name}/SKILL.md", lambda s=skill: skill_import(
-                project=project, name=s.name, content=s.content, record=s.record,
-                installed_at=s.installed_at, author=author,
+            outcome = _named(f".agents/skills/{skill.name}/SKILL.md", partial(
+                skill_import, project=project, name=skill.name, content=skill.content,
+                record=skill.record, installed_at=skill.installed_at, author=author,
             ))
             result.count("skills", outcome != "unchanged")
-        for entry in checkout.work:
-            _import_work(project, entry, author, result)
+        for work_entry in checkout.work:
+            _import_work(project, work_entry, author, result)
         for work_id, (rel, text) in checkout.handoffs.items():
             write = partial(handoff_put, project=project, work_id=work_id, content=text,
                             author=author, reason=reason)
@@ -892,13 +894,13 @@ def _import_work(project: Project, entry: WorkEntry, author: str, result: Import
     ))
     result.count("governance_revisions", added)
     for name, text in entry.files.items():
-        result.count("work_files", _named(f"{work_dir}/{name}", lambda n=name, t=text:
-                                          services.work_file_import(work=work, name=n, content=t,
-                                                                    author=author)))
+        result.count("work_files", _named(f"{work_dir}/{name}", partial(
+            services.work_file_import, work=work, name=name, content=text, author=author,
+        )))
     for (task_id, name), text in entry.tasks.items():
         result.count("task_artifacts", _named(
             f"{work_dir}/tasks/{task_id}/{name}",
-            lambda t=task_id, n=name, c=text: services.task_artifact_import(
-                work=work, task_id=t, name=n, content=c, author=author),
+            partial(services.task_artifact_import, work=work, task_id=task_id, name=name,
+                    content=text, author=author),
         ))
 

@@ -206,11 +206,14 @@ KIND_OF: dict[type[models.Model], str] = {model: kind for kind, (model, _) in TA
 
 def project_of(kind: str, row: Any) -> str:
     """The project a covered row belongs to (work-scoped rows through their work item)."""
+    project_id: str
     if kind == Kind.STANDARDS_DECISION:
-        return row.standards_import.project_id
-    if TABLES[kind][1].startswith("work__"):
-        return row.work.project_id
-    return row.project_id
+        project_id = row.standards_import.project_id
+    elif TABLES[kind][1].startswith("work__"):
+        project_id = row.work.project_id
+    else:
+        project_id = row.project_id
+    return project_id
 
 
 def digest(kind: str, row: Any) -> str:
@@ -397,7 +400,7 @@ def ledger_verify(project: Project) -> tuple[int, list[Finding]]:
     by_row = {(record.kind, record.row_id): record for record in records}
     for kind, (model, owner) in TABLES.items():
         seen: set[int] = set()
-        for row in model.objects.filter(**{owner: project.pk}).order_by("pk"):
+        for row in model._default_manager.filter(**{owner: project.pk}).order_by("pk"):
             seen.add(row.pk)
             problem = _row_problem(kind, row, by_row.get((kind, row.pk)))
             if problem is not None:

@@ -14,7 +14,7 @@ built from its ``values`` and the two can never disagree.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import IntegrityError, models, transaction
 from django.db.models import Q
@@ -53,7 +53,7 @@ class WorkItem(AppendOnlyModel):
     origin = models.JSONField(null=True, blank=True)
     author = models.CharField(max_length=64)
 
-    objects = WorkItemQuerySet.as_manager()
+    objects: ClassVar = WorkItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "work_id"]
@@ -109,7 +109,9 @@ class GovernanceRevision(AppendOnlyModel):
 
     @property
     def document_without_evidence(self) -> dict[str, Any]:
-        return json.loads(self.document_json)
+        # Written by json.dumps of a document object: it loads as a dict.
+        document: dict[str, Any] = json.loads(self.document_json)
+        return document
 
 
 class EvidenceRecord(AppendOnlyModel):
@@ -139,7 +141,9 @@ class EvidenceRecord(AppendOnlyModel):
 
     @property
     def record(self) -> dict[str, Any]:
-        return json.loads(self.record_json)
+        # Written by json.dumps of an evidence object: it loads as a dict.
+        record: dict[str, Any] = json.loads(self.record_json)
+        return record
 
 
 class WorkFileName(models.TextChoices):
@@ -298,7 +302,7 @@ class StandardsImport(AppendOnlyModel):
     author = models.CharField(max_length=64)
     created_at = models.DateTimeField()
 
-    objects = StandardsImportQuerySet.as_manager()
+    objects: ClassVar = StandardsImportQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "id"]
@@ -444,7 +448,7 @@ class Skill(AppendOnlyModel):
     author = models.CharField(max_length=64)
     created_at = models.DateTimeField()
 
-    objects = SkillQuerySet.as_manager()
+    objects: ClassVar = SkillQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "name", "version"]

@@ -7,6 +7,8 @@ paginator (gedweb.pagination).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from governance.models import ContextDelivery, GovernanceRevision, WorkItem
@@ -15,7 +17,7 @@ from memory.models import Project
 REVISION_SUMMARY_FIELDS = ("revision", "operation", "author", "created_at", "evidence_count")
 
 
-def work_list(*, project: Project, with_state: bool = False) -> QuerySet:
+def work_list(*, project: Project, with_state: bool = False) -> QuerySet[WorkItem]:
     """The project's work items; ``with_state`` adds ``current_json``, the newest revision."""
     items = WorkItem.objects.for_project(project)
     if with_state:
@@ -28,11 +30,11 @@ def work_list(*, project: Project, with_state: bool = False) -> QuerySet:
     return items
 
 
-def revision_summaries(*, work: WorkItem) -> QuerySet:
+def revision_summaries(*, work: WorkItem) -> QuerySet[GovernanceRevision, dict[str, Any]]:
     """A work item's revisions as summary rows (dicts of REVISION_SUMMARY_FIELDS)."""
     return GovernanceRevision.objects.filter(work=work).values(*REVISION_SUMMARY_FIELDS)
 
 
-def context_delivery_list(*, project: Project) -> QuerySet:
+def context_delivery_list(*, project: Project) -> QuerySet[ContextDelivery]:
     """Who received which context bundle bytes, with each delivery's work item."""
     return ContextDelivery.objects.filter(project=project).select_related("work")

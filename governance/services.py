@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -101,7 +101,11 @@ def _evidence_list(work: WorkItem, upto: int | None = None) -> list[dict[str, An
 
 
 def latest_revision(work: WorkItem) -> GovernanceRevision:
-    return GovernanceRevision.objects.filter(work=work).order_by("-revision").first()
+    # A work item is stored together with its first revision, in one transaction.
+    return cast(
+        GovernanceRevision,
+        GovernanceRevision.objects.filter(work=work).order_by("-revision").first(),
+    )
 
 
 def governance_document(work: WorkItem) -> dict[str, Any]:

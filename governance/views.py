@@ -38,7 +38,7 @@ def work_list(request: HttpRequest, project_id: str) -> HttpResponse:
 
 
 def _work_or_404(project: Any, work_id: str) -> WorkItem:
-    work = WorkItem.objects.for_project(project).filter(work_id=work_id).first()
+    work: WorkItem | None = WorkItem.objects.for_project(project).filter(work_id=work_id).first()
     if work is None:
         raise Http404
     return work

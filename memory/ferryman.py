@@ -37,6 +37,7 @@ import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from gedweb.lib.ids import IDEMPOTENCY_KEY_RE
 from memory.services import ImportRow
@@ -353,7 +354,8 @@ def _memory_rows(connection: sqlite3.Connection, path: Path,
                 f"{path}: the memory rows of Ferryman project {shown(project_id)} hold more "
                 f"than {MAX_TOTAL_BYTES:,} bytes of text, the most ferryman_import reads"
             )
-        entries.append(FerrymanEntry(entry_id, *row[1:], "bridge.db"))
+        category, content, source, created_at = row[1:]
+        entries.append(FerrymanEntry(entry_id, category, content, source, created_at, "bridge.db"))
     return entries
 
 
@@ -427,7 +429,8 @@ def _blocks(body: str) -> tuple[list[tuple[re.Match[str], re.Match[str]]] | None
                         furthest = ends[index]
                         break
             return None, furthest
-        blocks.append((heading, trailers[candidate]))
+        # candidate < count only when a heading matched here.
+        blocks.append((cast("re.Match[str]", heading), trailers[candidate]))
         position = ends[candidate]
     return blocks, 0
 

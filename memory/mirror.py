@@ -148,7 +148,7 @@ class _Tail:
     header_size: int
     named: tuple[str, str] | None  # (uuid, hash) of the last block, None: header only
 
-    def ends_with(self, row: dict) -> bool:
+    def ends_with(self, row: dict[str, Any]) -> bool:
         """True when the file ends with exactly this entry's block."""
         block = render_append(row).encode()
         return (self.size >= self.header_size + len(block)
@@ -253,7 +253,7 @@ def _append_after(project_id: str, path: Path, seq: int) -> int:
     )
 
 
-def _append_rows(path: Path, rows: list[dict]) -> int:
+def _append_rows(path: Path, rows: list[dict[str, Any]]) -> int:
     if not rows:
         return 0
     data = "".join(render_append(row) for row in rows).encode()
@@ -448,6 +448,7 @@ def _sync_in(
                 MemoryEntry.objects.filter(project_id=project_id, seq__gte=max(seq - 1, 1))
                 .chain_rows()
             )
+            tail_rows: list[dict[str, Any]] | None
             for index, row in enumerate(rows):
                 if tail.named == (str(row["id"]), row["hash"]) and tail.ends_with(row):
                     tail_rows = rows[index + 1:]

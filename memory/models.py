@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from django.conf import settings
 from django.core.validators import MinValueValidator
@@ -177,7 +177,11 @@ class MemoryEntry(AppendOnlyModel):
     # append-only triggers (an ALTER TABLE, not a table rebuild).
     idempotency_scope = models.CharField(max_length=80, null=True, blank=True)
 
-    objects = EntryQuerySet.as_manager()
+    # The correcting entries, in seq order: set by EntryQuerySet.with_links()
+    # (a Prefetch to_attr) and, empty, on a new entry.
+    corrected_by_rows: list[MemoryEntry]
+
+    objects: ClassVar = EntryQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "memory entries"
@@ -218,7 +222,8 @@ class MemoryEntry(AppendOnlyModel):
         elif self.corrects_id is None:
             value = None
         else:
-            value = self.corrects.uuid
+            # corrects_id is set and PROTECT keeps the corrected row.
+            value = cast(MemoryEntry, self.corrects).uuid
         return str(value) if value is not None else None
 
     def chained_fields(self) -> dict[str, Any]:
@@ -279,7 +284,7 @@ class ChainCheckpoint(AppendOnlyModel):
     # the append-only triggers (a table rebuild would drop them).
     key_id = models.CharField(max_length=16, null=True, blank=True)
 
-    objects = ChainCheckpointQuerySet.as_manager()
+    objects: ClassVar = ChainCheckpointQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "seq"]
@@ -345,7 +350,8 @@ class MemoryCandidate(models.Model):
     def entry_uuid_text(self) -> str | None:
         if self.entry_id is None:
             return None
-        value = getattr(self, "entry_uuid", None) or self.entry.uuid
+        # entry_id is set, so the entry row exists.
+        value = getattr(self, "entry_uuid", None) or cast(MemoryEntry, self.entry).uuid
         return str(value)
 
 
@@ -370,7 +376,7 @@ class DocumentRevision(AppendOnlyModel):
     created_at = models.DateTimeField()
     reason = models.TextField(null=True, blank=True)
 
-    objects = DocumentRevisionQuerySet.as_manager()
+    objects: ClassVar = DocumentRevisionQuerySet.as_manager()
 
     class Meta:
         ordering = ["project_id", "path", "revision"]

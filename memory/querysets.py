@@ -6,7 +6,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models
 from django.db.models import BooleanField, Exists, F, OuterRef, Prefetch
@@ -14,6 +14,17 @@ from django.db.models.expressions import RawSQL
 
 from gedweb.append_only import AppendOnlyQuerySet
 from gedweb.db.compiled import CompiledRead
+
+if TYPE_CHECKING:
+    # The bases name MemoryCandidate, Project and ProjectToken in strings,
+    # which ruff does not read as uses.
+    from memory.models import (  # noqa: F401
+        DocumentRevision,
+        MemoryCandidate,
+        MemoryEntry,
+        Project,
+        ProjectToken,
+    )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -41,7 +52,7 @@ def seq_order_key(searched: bool) -> str:
     return "pk" if searched and connection.vendor == "sqlite" else "seq"
 
 
-class ProjectQuerySet(models.QuerySet):
+class ProjectQuerySet(models.QuerySet["Project"]):
     def visible_to(self, user: Any) -> ProjectQuerySet:
         """Projects a signed-in person may read: all for superusers, else their memberships.
 
@@ -55,7 +66,7 @@ class ProjectQuerySet(models.QuerySet):
         return self.filter(memberships__user=user)
 
 
-class ProjectTokenQuerySet(models.QuerySet):
+class ProjectTokenQuerySet(models.QuerySet["ProjectToken"]):
     def active(self) -> ProjectTokenQuerySet:
         return self.filter(revoked_at__isnull=True)
 
@@ -88,13 +99,15 @@ class EntryQuerySet(AppendOnlyQuerySet):
         """Load what EntrySerializer needs for corrections in two queries, not one per row."""
         from memory.models import MemoryEntry
 
-        return self.annotate(corrects_uuid=F("corrects__uuid")).prefetch_related(
+        # AppendOnlyQuerySet is not generic, so mypy sees Any: name the type it is.
+        linked: EntryQuerySet = self.annotate(corrects_uuid=F("corrects__uuid")).prefetch_related(
             Prefetch(
                 "corrected_by",
                 queryset=MemoryEntry.objects.only("uuid", "corrects_id", "seq").order_by("seq"),
                 to_attr="corrected_by_rows",
             )
         )
+        return linked
 
     def search(self, text: str, *, project: Any = None) -> EntryQuerySet:
         """Entries whose content holds every word of text, through the full-text index.
@@ -151,12 +164,13 @@ class EntryQuerySet(AppendOnlyQuerySet):
             cursor.execute(sql, [project_id, project_id, limit])
             return [row[0] for row in cursor.fetchall()]
 
-    def _chain_values(self, order: str) -> models.QuerySet:
-        return (
+    def _chain_values(self, order: str) -> models.QuerySet[MemoryEntry, tuple[Any, ...]]:
+        rows: models.QuerySet[MemoryEntry, tuple[Any, ...]] = (
             self.order_by(order)
             .annotate(corrects_uuid=F("corrects__uuid"))
             .values_list(*_CHAIN_COLUMNS)
         )
+        return rows
 
     def chain_rows(self) -> Iterator[dict[str, Any]]:
         """Every entry's chained fields plus its links, in seq order, streamed."""
@@ -197,15 +211,16 @@ def newest_chain_row(project_id: str) -> tuple[dict[str, Any], datetime] | None:
     return _chain_row(tuple(values[name] for name in _CHAIN_COLUMNS)), values["created_at"]
 
 
-def _newest_chain_values(project_id: str) -> models.QuerySet:
+def _newest_chain_values(project_id: str) -> models.QuerySet[MemoryEntry, dict[str, Any]]:
     from memory.models import MemoryEntry
 
-    return (
+    newest: models.QuerySet[MemoryEntry, dict[str, Any]] = (
         MemoryEntry.objects.filter(project_id=project_id)
         .order_by("-seq")
         .annotate(corrects_uuid=F("corrects__uuid"))
         .values(*_CHAIN_COLUMNS)[:1]
     )
+    return newest
 
 
 _NEWEST_CHAIN_ROW = CompiledRead(_newest_chain_values, "project_id")
@@ -239,7 +254,7 @@ class ChainCheckpointQuerySet(AppendOnlyQuerySet):
         return self.filter(project=project)
 
 
-class CandidateQuerySet(models.QuerySet):
+class CandidateQuerySet(models.QuerySet["MemoryCandidate"]):
     def for_project(self, project: Any) -> CandidateQuerySet:
         return self.filter(project=project)
 
@@ -265,5 +280,6 @@ class DocumentRevisionQuerySet(AppendOnlyQuerySet):
         )
         return self.exclude(Exists(newer))
 
-    def newest(self) -> Any:
-        return self.order_by("-revision").first()
+    def newest(self) -> DocumentRevision | None:
+        revision: DocumentRevision | None = self.order_by("-revision").first()
+        return revision

@@ -12,10 +12,9 @@ import secrets
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
@@ -47,6 +46,10 @@ from memory.validators import (
     validate_supplied_token,
     validate_token_name,
 )
+
+if TYPE_CHECKING:
+    # settings.AUTH_USER_MODEL: the memberships' foreign key points at it.
+    from django.contrib.auth.models import User
 
 DEFAULT_TOKEN_NAME = "default"
 DEMO_PROJECT_ID = "demo"
@@ -427,7 +430,8 @@ def memory_entries_import(
                         created_at=row.created_at.astimezone(UTC),
                     )
                 except IdempotencyKeyReused:
-                    earlier = _keyed_entry(project, author, author, row.key)
+                    # Raised only when an entry is stored under this key.
+                    earlier = cast(MemoryEntry, _keyed_entry(project, author, author, row.key))
                     raise Conflict(
                         f"{row.label} was imported as seq {earlier.seq} and has changed since "
                         "(category, content, source or time); nothing was imported"
@@ -556,7 +560,7 @@ def candidate_reject(*, project: Project, candidate: MemoryCandidate, by: str) -
 
 
 def membership_set(
-    *, user: AbstractBaseUser, project: Project, role: str
+    *, user: User, project: Project, role: str
 ) -> tuple[Membership, bool]:
     """Give ``user`` ``role`` in ``project``: a new membership or a changed role.
 
@@ -580,7 +584,7 @@ def membership_set(
     return membership, True
 
 
-def membership_remove(*, user: AbstractBaseUser, project: Project) -> int:
+def membership_remove(*, user: User, project: Project) -> int:
     """Delete ``user``'s membership of ``project``; returns how many were deleted (0 or 1)."""
     with transaction.atomic():
         deleted, _ = Membership.objects.filter(user=user, project=project).delete()

@@ -9,7 +9,7 @@ signed-in user is not a member of answers 404, exactly like a missing one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, F, OuterRef, Subquery
@@ -19,9 +19,18 @@ from django.shortcuts import render
 from gedweb.lib.mirror import render_chunks, render_full
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
 from memory import documents, selectors
-from memory.models import Membership, MemoryEntry, Project
+from memory.models import DocumentRevision, Membership, MemoryEntry, Project
 from memory.querysets import seq_order_key
 from memory.validators import validate_category, validate_source
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from django.db.models import QuerySet
+    from django_stubs_ext import WithAnnotations
+
+    class _EntryCount(TypedDict):
+        entry_count: int | None
 
 MIRROR_PAGE_SIZE = 100
 SNIPPET_CHARS = 600
@@ -40,11 +49,12 @@ def home(request: HttpRequest) -> HttpResponse:
     newest = (
         MemoryEntry.objects.filter(project=OuterRef("pk")).order_by("-seq").values("seq")[:1]
     )
-    projects = (
+    # The annotation is on a custom queryset, which the stubs cannot follow.
+    projects = cast("QuerySet[WithAnnotations[Project, _EntryCount]]", (
         Project.objects.visible_to(request.user)
         .annotate(entry_count=Subquery(newest))
         .order_by("id")
-    )
+    ))
     roles = dict(
         Membership.objects.filter(user=request.user).values_list("project_id", "role")
     )
@@ -108,12 +118,12 @@ def entry_detail(request: HttpRequest, project_id: str, ref: str) -> HttpRespons
     entry = entries.by_ref(ref).with_links().annotate(corrects_seq=F("corrects__seq")).first()
     if entry is None:
         raise Http404
-    earlier = []
+    earlier: list[MemoryEntry] = []
     cursor = entry
     while cursor.corrects_id is not None and len(earlier) < MAX_CHAIN:
         cursor = entries.get(pk=cursor.corrects_id)
         earlier.append(cursor)
-    later = []
+    later: list[MemoryEntry] = []
     frontier = [entry.pk]
     while frontier and len(later) < MAX_CHAIN:
         # Through the corrects_id index: a project filter here would tempt
@@ -206,8 +216,10 @@ def document_detail(request: HttpRequest, project_id: str, path: str) -> HttpRes
     if not history:
         raise Http404
     number = cursor_value(request.GET.get("revision"))
+    shown: DocumentRevision | None
     if number is None:
-        shown = documents.document_current(project, path)
+        # history is not empty, so the document has a current revision.
+        shown = cast(DocumentRevision, documents.document_current(project, path))
     else:
         shown = documents.document_revision(project, path, number)
         if shown is None:

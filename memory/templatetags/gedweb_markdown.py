@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-import markdown as markdown_lib
+import markdown as markdown_lib  # type: ignore[import-untyped]  # types-Markdown is not in the dev lock
 import nh3
 from django import template
 from django.utils.html import escape

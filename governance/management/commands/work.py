@@ -41,7 +41,7 @@ class Command(GedWebCommand):
         getattr(self, f"_{command}")(**options)
 
     def _work(self, project_id: str, work_id: str) -> WorkItem:
-        work = WorkItem.objects.for_project(get_project(project_id)).filter(
+        work: WorkItem | None = WorkItem.objects.for_project(get_project(project_id)).filter(
             work_id=work_id
         ).first()
         if work is None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import getpass
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
@@ -23,6 +22,11 @@ from gedweb.commands import (
 from memory import services
 from memory.models import Membership, format_timestamp
 
+if TYPE_CHECKING:
+    # settings.AUTH_USER_MODEL: the memberships' foreign key points at it.
+    from django.contrib.auth.models import User
+    from django.db.models import Field
+
 ROLES = Membership.Role.values
 
 
@@ -30,7 +34,7 @@ def _username(value: str) -> str:
     return get_user_model().normalize_username(value)
 
 
-def get_user(username: str, hint: str = "") -> AbstractBaseUser:
+def get_user(username: str, hint: str = "") -> User:
     User = get_user_model()
     user = User._default_manager.filter(**{User.USERNAME_FIELD: _username(username)}).first()
     if user is None:
@@ -113,7 +117,8 @@ class Command(GedWebCommand):
         """Check the new user's name, then read and validate its password; writes nothing."""
         User = get_user_model()
         name = _username(username)
-        field = User._meta.get_field(User.USERNAME_FIELD)
+        # USERNAME_FIELD names one of the model's own fields, never a relation.
+        field = cast("Field[Any, Any]", User._meta.get_field(User.USERNAME_FIELD))
         try:
             field.clean(name, None)
         except ValidationError as exc:
@@ -143,13 +148,13 @@ class Command(GedWebCommand):
             raise CommandError("--create reads the password from stdin, which is empty")
         return line.removesuffix("\n").removesuffix("\r")
 
-    def _create_user(self, username: str, password: str) -> AbstractBaseUser:
+    def _create_user(self, username: str, password: str) -> User:
         User = get_user_model()
         try:
             # A savepoint: a user of that name created since the check is an
             # IntegrityError here, and raising rolls the whole add back.
             with transaction.atomic():
-                user: AbstractBaseUser = User._default_manager.create_user(  # type: ignore[attr-defined]
+                user = User._default_manager.create_user(
                     **{User.USERNAME_FIELD: _username(username)}, password=password
                 )
         except IntegrityError:
