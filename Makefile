@@ -80,10 +80,11 @@ gates: $(VENV)/.installed-dev
 	@echo "== pip-audit (installed environment)"
 	$(BIN)/python .ci/pip_audit_gate.py
 
-# ruff, then the layer contracts in pyproject.toml ([tool.importlinter]).
+# ruff, the layer contracts ([tool.importlinter]) and mypy strict ([tool.mypy]).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check gedweb memory governance bench tests
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # Mutation testing ([tool.mutmut] in pyproject.toml, docs/testing.md): every
 # mutant of the pure rules must be killed by a test or listed there as equivalent.

@@ -24,10 +24,10 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
-from axes.backends import AxesStandaloneBackend  # type: ignore[import-untyped]  # no types
-from axes.handlers.cache import AxesCacheHandler  # type: ignore[import-untyped]  # no types
-from axes.handlers.database import AxesDatabaseHandler  # type: ignore[import-untyped]  # no types
-from axes.helpers import get_cool_off  # type: ignore[import-untyped]  # no types
+from axes.backends import AxesStandaloneBackend
+from axes.handlers.cache import AxesCacheHandler
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_cool_off
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse

@@ -42,7 +42,7 @@ from memory.models import (
 
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldGroups
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
     from memory.querysets import DocumentRevisionQuerySet, EntryQuerySet
 
@@ -160,7 +160,7 @@ class ProjectAdmin(ProjectScopedAdmin):
             if not request.user.is_superuser:
                 # Otherwise the project would vanish from its creator's admin.
                 # The admin serves only logged-in staff: never the anonymous user.
-                operator = cast("AbstractBaseUser", request.user)
+                operator = cast("User", request.user)
                 services.membership_set(
                     user=operator, project=project, role=Membership.Role.OPERATOR
                 )

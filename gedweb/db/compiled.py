@@ -54,7 +54,7 @@ class CompiledRead:
     back as a dict keyed by those names, converted as Django converts them.
     """
 
-    def __init__(self, build: Callable[..., QuerySet[Any, dict[str, Any]]], *names: str) -> None:
+    def __init__(self, build: Callable[..., QuerySet[Any, Any]], *names: str) -> None:
         self._build = build
         self._names = names
         self._local = threading.local()
