@@ -85,6 +85,20 @@ def test_the_standalone_context_map_is_the_historical_variant_appendix_a_hashes(
     assert len(CONTEXT_MAP_STANDALONE.encode("utf-8")) == 992
 
 
+def test_the_standalone_context_map_is_older_text_not_the_current_one():
+    assert "live under branch/work scoped directories." in CONTEXT_MAP_STANDALONE
+    assert "checkpoints.json" in CONTEXT_MAP_STANDALONE
+    assert CONTEXT_MAP_STANDALONE != CONTEXT_MAP
+    assert [variant.text for variant in gedpi_placeholders.HISTORICAL_VARIANTS] == [
+        CONTEXT_MAP_STANDALONE
+    ]
+
+
+def test_placeholders_are_lf_only_utf8_with_a_literal_em_dash():
+    assert all("\r" not in text for _, text in PLACEHOLDERS)
+    assert "\u2014" in CONTEXT_MAP and "\\u2014" not in CONTEXT_MAP
+
+
 def test_one_extra_byte_or_crlf_is_no_template():
     assert template_variant(".ged/CONTEXT-MAP.md", (CONTEXT_MAP + "\n").encode("utf-8")) is None
     crlf = CONTEXT_MAP.replace("\n", "\r\n").encode("utf-8")
