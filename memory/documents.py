@@ -253,6 +253,15 @@ def document_revision(project: Project, path: str, revision: int) -> DocumentRev
     ).first()
 
 
+def document_get(
+    project: Project, path: str, revision: int | None = None
+) -> DocumentRevision | None:
+    """What a document route answers: revision ``revision``, else the current one."""
+    if revision is None:
+        return document_current(project, path)
+    return document_revision(project, path, revision)
+
+
 def document_revisions(project: Project, path: str) -> list[DocumentRevision]:
     """Every revision of a document, oldest first, without their content."""
     return list(

@@ -30,10 +30,7 @@ class HandoffView(ProjectAPIView):
     def get(self, request: Request, project_id: str, work_id: str) -> Response:
         path = handoff_path(work_id)
         query = validated_query(DocumentGetQuerySerializer, request)
-        if "revision" in query:
-            document = documents.document_revision(self.project, path, query["revision"])
-        else:
-            document = documents.document_current(self.project, path)
+        document = documents.document_get(self.project, path, query.get("revision"))
         if document is None:
             raise Http404
         return Response(DocumentSerializer.render(document))

@@ -332,10 +332,7 @@ class DocumentDetailView(ProjectAPIView):
     def get(self, request: Request, project_id: str, path: str) -> Response:
         path = _document_path(path)
         query = validated_query(DocumentGetQuerySerializer, request)
-        if "revision" in query:
-            document = documents.document_revision(self.project, path, query["revision"])
-        else:
-            document = documents.document_current(self.project, path)
+        document = documents.document_get(self.project, path, query.get("revision"))
         if document is None:
             raise Http404
         return Response(DocumentSerializer.render(document))
