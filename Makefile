@@ -16,7 +16,7 @@ RUN_LOCK := requirements/base.txt
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-pure gates bench bench-ledger lint lock mutants check-python clean
+.PHONY: run test test-pure gates bench bench-ledger lint lock mutants mutants-services check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -92,6 +92,12 @@ mutants: $(VENV)/.installed-dev
 	rm -rf mutants
 	$(BIN)/mutmut run --max-children 2
 	$(BIN)/mutmut results
+
+# The services' mutants against the apps' Django tests (tests/mutants.py).
+mutants-services: $(VENV)/.installed-dev
+	rm -rf mutants
+	$(BIN)/python -m tests.mutants services run --max-children 2
+	$(BIN)/python -m tests.mutants services results
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

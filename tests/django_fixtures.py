@@ -13,6 +13,7 @@ conftest.py (``from tests.django_fixtures import *``, the names in __all__).
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +39,8 @@ django_settings.PASSWORD_HASHERS = [
 
 # The fixtures a Django test directory's conftest.py takes with `import *`.
 __all__ = [
-    "admin_client", "alpha", "beta", "client_for", "live_db", "make_project", "memory_root",
-    "memory_write_token", "static_files_on_demand",
+    "admin_client", "alpha", "beta", "client_for", "django_db_modify_db_settings", "live_db",
+    "make_project", "memory_root", "memory_write_token", "static_files_on_demand",
 ]
 
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef-XYZ"
@@ -77,6 +78,20 @@ class ProjectWithToken:
     @property
     def id(self) -> str:
         return self.project.pk
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Under mutmut, each mutant's test run on a test database of its own.
+
+    mutmut (make mutants-services, tests/mutants.py) forks every mutant's run
+    from one warmed-up pytest, so the process id that the settings put in the
+    test database's name is the parent's, shared by the children running at
+    once. pytest-django's own fixture (xdist's suffix) still runs first.
+    """
+    if "MUTANT_UNDER_TEST" in os.environ:
+        for database in django_settings.DATABASES.values():
+            database["TEST"]["NAME"] = f"{database['TEST']['NAME']}_m{os.getpid()}"
 
 
 @pytest.fixture(autouse=True)
