@@ -358,9 +358,24 @@ def test_ferryman_memory_write_token_is_an_alias(tmp_path):
             " from django.conf import settings as s; print(s.MEMORY_WRITE_TOKEN)")
     completed = start(tmp_path, code, FERRYMAN_MEMORY_WRITE_TOKEN="from-ferryman")
     assert completed.stdout.strip() == "from-ferryman"
-    both = start(tmp_path, code, FERRYMAN_MEMORY_WRITE_TOKEN="from-ferryman",
-                 GEDWEB_MEMORY_WRITE_TOKEN="ours")
-    assert both.stdout.strip() == "ours"
+    same = start(tmp_path, code, FERRYMAN_MEMORY_WRITE_TOKEN="one-value",
+                 GEDWEB_MEMORY_WRITE_TOKEN="one-value")
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.strip() == "one-value"
+
+
+def test_the_memory_write_token_and_its_ferryman_alias_set_apart_stop_the_start(tmp_path):
+    code = ("import os; os.environ['DJANGO_SETTINGS_MODULE']='gedweb.settings';"
+            " from django.conf import settings as s; print(s.MEMORY_WRITE_TOKEN)")
+    both = start(tmp_path, code, FERRYMAN_MEMORY_WRITE_TOKEN="ferryman-secret-value",
+                 GEDWEB_MEMORY_WRITE_TOKEN="gedweb-secret-value")
+    assert both.returncode != 0
+    assert both.stdout == ""
+    last_line = both.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("django.core.exceptions.ImproperlyConfigured: ")
+    assert "GEDWEB_MEMORY_WRITE_TOKEN and FERRYMAN_MEMORY_WRITE_TOKEN" in last_line
+    # The values are secrets: the refusal names the variables, never what they hold.
+    assert "secret-value" not in both.stderr
 
 
 def test_follower_is_an_accepted_mirror_writer(tmp_path):
