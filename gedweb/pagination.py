@@ -42,6 +42,8 @@ def keyset_slice(rows: QuerySet[Any, Any], *, key: str, limit: int, after: Any =
     names another column that sorts the rows exactly as ``key`` does
     (memory.querysets.seq_order_key).
     """
+    if limit == 0:  # an empty page, as asked: no query, and no cursor to follow
+        return KeysetSlice(items=[], more=False, key=key)
     if after is not None:
         rows = rows.filter(**{f"{key}__gt": after})
     if before is not None:

@@ -24,6 +24,29 @@ SERVER_FIELDS = frozenset(
 )
 
 
+# The most items one page of a listing holds (docs/api.md, the contract's table).
+MAX_PAGE_LIMIT = 500
+DEFAULT_PAGE_LIMIT = 100
+
+
+class PageLimitField(serializers.IntegerField):
+    """A listing's ``limit``: a whole number; above the maximum it is the maximum.
+
+    Ferryman's habits, which its clients rely on (contract section 9): a
+    ``limit`` over the maximum gets a full page rather than a 400, and
+    ``limit=0`` an empty one. What is not a whole number (``x``, ``1.5``,
+    ``-1``) is still refused.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, default=DEFAULT_PAGE_LIMIT, min_value=0,
+                         help_text=f"0-{MAX_PAGE_LIMIT}; a larger value is taken as "
+                                   f"{MAX_PAGE_LIMIT}, 0 answers an empty page", **kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        return min(int(super().to_internal_value(data)), MAX_PAGE_LIMIT)
+
+
 class StrictSerializer(serializers.Serializer[Any]):
     """Refuses fields it does not declare, naming server-owned ones as such."""
 

@@ -12,7 +12,12 @@ from typing import Any
 
 from rest_framework import serializers
 
-from gedweb.api.serializers import OutputSerializer, StrictCharField, StrictSerializer
+from gedweb.api.serializers import (
+    OutputSerializer,
+    PageLimitField,
+    StrictCharField,
+    StrictSerializer,
+)
 from gedweb.lib import governance as gov
 
 
@@ -106,7 +111,7 @@ class WorkPageSerializer(serializers.Serializer[Any]):
 
 
 class WorkListQuerySerializer(StrictSerializer):
-    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    limit = PageLimitField()
     after = serializers.CharField(required=False, max_length=128, help_text="a work_id cursor")
 
 
@@ -141,7 +146,7 @@ class RevisionPageSerializer(serializers.Serializer[Any]):
 
 
 class RevisionListQuerySerializer(StrictSerializer):
-    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    limit = PageLimitField()
     after = serializers.IntegerField(required=False, min_value=-1)
 
 

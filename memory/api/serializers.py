@@ -17,6 +17,7 @@ from rest_framework import serializers
 from gedweb.api.serializers import (
     DocumentRevisionSummarySerializer,
     OutputSerializer,
+    PageLimitField,
     StrictCharField,
     StrictSerializer,
     TimestampField,
@@ -156,7 +157,7 @@ MAX_SEARCH_CHARS = 500
 
 
 class EntryListQuerySerializer(StrictSerializer):
-    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    limit = PageLimitField()
     after = serializers.IntegerField(required=False, min_value=0)
     before = serializers.IntegerField(required=False, min_value=1)
     order = serializers.ChoiceField(choices=["asc", "desc"], required=False, default="asc")
@@ -236,7 +237,7 @@ class CandidateSerializer(OutputSerializer):
 
 class CandidateListQuerySerializer(StrictSerializer):
     status = serializers.ChoiceField(choices=["pending", "approved", "rejected"], required=False)
-    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    limit = PageLimitField()
     after = serializers.IntegerField(required=False, min_value=0)
 
 

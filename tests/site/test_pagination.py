@@ -186,3 +186,56 @@ def test_a_bad_api_cursor_is_a_validation_error_naming_it(alpha, client_for, lis
     body = response.json()
     assert body["code"] == "validation_error"
     assert set(body["fields"]) == set(cursor)
+
+
+# --- limit on every API listing: Ferryman's habits (contract section 9) ------------------------
+
+
+def listing_path(alpha: Any, listing: str) -> str:
+    if listing == "revisions":
+        work = open_work(alpha.project)
+        return f"/v1/projects/{alpha.id}/work/{work.work_id}/governance/revisions"
+    return f"/v1/projects/{alpha.id}/{listing}"
+
+
+@pytest.mark.parametrize("listing", ["memory", "memory/candidates", "work", "revisions"])
+def test_limit_zero_is_an_empty_page_on_every_listing(alpha, client_for, listing):
+    path = listing_path(alpha, listing)
+    entries_of(alpha.project, 2)
+    services.candidate_create(project=alpha.project, author="agent", category="note",
+                              content="a proposal", source="agent")
+    open_work(alpha.project)
+    full = client_for(alpha.token).get(path).json()
+
+    response = client_for(alpha.token).get(path, {"limit": 0})
+
+    assert response.status_code == 200
+    assert response.json() == {"items": [], "next_cursor": None}
+    assert full["items"]  # the listing has items: the empty page is limit=0's doing
+
+
+@pytest.mark.parametrize("listing", ["memory", "memory/candidates", "work", "revisions"])
+@pytest.mark.parametrize("limit", ["x", "1.5", "-1", ""])
+def test_a_limit_that_is_not_a_whole_number_is_refused_on_every_listing(
+    alpha, client_for, listing, limit
+):
+    response = client_for(alpha.token).get(listing_path(alpha, listing), {"limit": limit})
+
+    assert response.status_code == 400
+    body = response.json()
+    assert (body["code"], set(body["fields"])) == ("validation_error", {"limit"})
+
+
+def test_a_limit_over_the_maximum_answers_a_full_page_of_five_hundred(alpha, client_for):
+    entries_of(alpha.project, 501)
+    client = client_for(alpha.token)
+
+    over = client.get(f"/v1/projects/{alpha.id}/memory", {"limit": 1000})
+    rest = client.get(f"/v1/projects/{alpha.id}/memory",
+                      {"limit": 1000, "after": over.json()["next_cursor"]})
+
+    assert over.status_code == 200
+    assert [item["seq"] for item in over.json()["items"]] == list(range(1, 501))
+    assert over.json()["next_cursor"] == 500
+    assert [item["seq"] for item in rest.json()["items"]] == [501]
+    assert rest.json()["next_cursor"] is None
