@@ -6,6 +6,7 @@ refusal adds none. Each test checks the answer and the stored rows.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 
@@ -515,6 +516,10 @@ def test_clear_commit_removes_the_pending_commit(api, verified_work):
     assert response.status_code == 200
     assert document(verified_work)["pendingCommits"] == []
     assert EvidenceRecord.objects.filter(work=verified_work).count() == 1
+    revisions = api.get(gov_url("alpha", verified_work.work_id, "revisions")).json()["items"]
+    assert [item["operation"] for item in revisions[-2:]] == ["commit:begin", "commit:clear"]
+    assert GovernanceRevision.objects.get(work=verified_work, revision=3).operation == (
+        "commit:clear")
 
 
 def test_a_pending_commit_blocks_every_guarded_action(api, verified_work):
@@ -889,6 +894,33 @@ def test_deleting_the_pointer_forgets_the_selection(api, direct_work):
     assert not ActiveWork.objects.exists()
     assert_error(api.get(active_url("session-a")), 404, "not_found")
     assert_error(api.delete(active_url("session-a")), 404, "not_found")
+
+
+def test_deleting_a_pointer_keeps_other_sessions_and_other_projects(api, client_for, beta,
+                                                                   direct_work, planned_work):
+    select(api, "session-a", direct_work)
+    select(api, "session-b", planned_work, request_id="req-2")
+    other = client_for(beta.token)
+    foreign = open_work(beta.project)
+    assert other.put(active_url("session-a", "beta"),
+                     {"work_id": foreign.work_id, "operation": "open", "request_id": "req-3"},
+                     format="json").status_code == 200
+    assert api.delete(active_url("session-a")).status_code == 204
+    assert_error(api.get(active_url("session-a")), 404, "not_found")
+    assert api.get(active_url("session-b")).json()["workId"] == planned_work.work_id
+    assert other.get(active_url("session-a", "beta")).json()["workId"] == (
+        foreign.work_id)
+    assert sorted(ActiveWork.objects.values_list("session_id", "work_id")) == sorted(
+        [("session-b", planned_work.pk), ("session-a", foreign.pk)])
+
+
+def test_a_pointer_is_keyed_by_the_32_hex_prefix_of_the_session_ids_sha256(api, direct_work):
+    session = "session-a"
+    assert select(api, session, direct_work).status_code == 200
+    row = ActiveWork.objects.get()
+    assert row.session_key == hashlib.sha256(session.encode("utf-8")).hexdigest()[:32]
+    assert len(row.session_key) == 32
+    assert api.get(active_url(session)).json()["sessionId"] == session
 
 
 def test_a_session_without_a_pointer_is_404(api, direct_work):
