@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -16,8 +16,11 @@ from django.utils import timezone
 from gedweb.lib import governance as gov
 from governance import services
 from governance.models import ActiveWork, EvidenceRecord, GovernanceRevision
+from memory import quotas
+from memory.models import ProjectQuota
 from tests.governance.support import (
     CANONICAL_TIME,
+    DIRECT,
     GOVERNANCE_KEYS,
     HEAD_A,
     HEX64,
@@ -792,6 +795,15 @@ def test_each_revision_document_equals_what_its_write_returned(api, direct_work)
         gov.validate_state(response.json(), direct_work.work_id)
 
 
+def test_a_revision_is_read_from_its_own_work_item(api, direct_work, planned_work):
+    """Both work items have a revision 0; each URL answers with its own."""
+    for work in (planned_work, direct_work):
+        response = api.get(gov_url("alpha", work.work_id, "revisions", "0"))
+        assert response.status_code == 200
+        assert response.json() == services.governance_document(work)
+        assert response.json()["workId"] == work.work_id
+
+
 def test_an_unknown_revision_is_404(api, direct_work):
     assert_error(api.get(gov_url("alpha", direct_work.work_id, "revisions", "1")), 404,
                  "not_found")
@@ -941,3 +953,41 @@ def test_another_projects_token_cannot_read_or_change_a_pointer(api, client_for,
     assert_error(intruder.delete(active_url("session-a")), 404, "not_found")
     assert ActiveWork.objects.count() == 1
     assert_error(client_for(beta.token).get(active_url("session-a", "beta")), 404, "not_found")
+
+
+# --- what is stored ---------------------------------------------------------------------------
+
+
+def work_files_used(project) -> int:
+    quota = ProjectQuota.objects.filter(project=project, kind="work_files").first()
+    return 0 if quota is None else quota.used_bytes
+
+
+def test_non_ascii_governance_is_stored_and_charged_as_written(api, alpha):
+    work = open_work(alpha.project, DIRECT, summary="Fix the Grüße button")
+    before = work_files_used(alpha.project)
+    response = append(api, work, evidence("inspection", "observed", id="e1",
+                                          summary="Prüfung bestanden ✓"))
+    assert response.status_code == 200, response.content
+    record = response.json()["evidence"][-1]
+    assert record["summary"] == "Prüfung bestanden ✓"
+    row = EvidenceRecord.objects.get(work=work, evidence_id="e1")
+    assert row.record_json == json.dumps(record, ensure_ascii=False)
+    assert work_files_used(alpha.project) - before == (
+        len(row.record_json.encode("utf-8")) + quotas.ROW_OVERHEAD_BYTES)
+    for revision in GovernanceRevision.objects.filter(work=work):
+        assert "Grüße" in revision.document_json
+        assert json.loads(revision.document_json)["summary"] == "Fix the Grüße button"
+
+
+def test_work_times_are_kept_to_the_millisecond(api, alpha, monkeypatch):
+    moment = datetime(2026, 8, 10, 5, 0, 0, 500_500, tzinfo=UTC)
+    monkeypatch.setattr(timezone, "now", lambda: moment)
+    work = open_work(alpha.project, DIRECT)
+    assert select(api, "session-a", work).status_code == 200
+    kept = moment.replace(microsecond=500_000)
+    work.refresh_from_db()
+    assert work.created_at == kept
+    state = services.governance_document(work)
+    assert (state["createdAt"], state["updatedAt"]) == ("2026-08-10T05:00:00.500Z",) * 2
+    assert ActiveWork.objects.get().selected_at == kept
