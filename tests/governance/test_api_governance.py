@@ -981,13 +981,13 @@ def test_non_ascii_governance_is_stored_and_charged_as_written(api, alpha):
 
 
 def test_work_times_are_kept_to_the_millisecond(api, alpha, monkeypatch):
-    moment = datetime(2026, 8, 10, 5, 0, 0, 500_500, tzinfo=UTC)
+    moment = datetime(2026, 8, 10, 5, 0, 0, 600_400, tzinfo=UTC)
     monkeypatch.setattr(timezone, "now", lambda: moment)
     work = open_work(alpha.project, DIRECT)
     assert select(api, "session-a", work).status_code == 200
-    kept = moment.replace(microsecond=500_000)
+    kept = moment.replace(microsecond=600_000)
     work.refresh_from_db()
     assert work.created_at == kept
     state = services.governance_document(work)
-    assert (state["createdAt"], state["updatedAt"]) == ("2026-08-10T05:00:00.500Z",) * 2
+    assert (state["createdAt"], state["updatedAt"]) == ("2026-08-10T05:00:00.600Z",) * 2
     assert ActiveWork.objects.get().selected_at == kept

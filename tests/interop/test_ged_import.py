@@ -343,6 +343,31 @@ def test_a_governance_revision_lower_than_gedweb_latest_is_refused_with_nothing_
     assert database() == before
 
 
+def test_a_changed_meta_json_is_refused_because_meta_never_changes(alpha, tree, imported):
+    meta_rel = f".ged/work/{LEGACY_ID}/META.json"
+    meta = file_json(tree, meta_rel)
+    meta["origin"]["candidateId"] = "legacy-000000000000000000000"
+    (tree / meta_rel).write_bytes(pretty(meta))
+    before = database()
+    message = refused(str(tree), "--project", "alpha")
+    assert meta_rel in message
+    assert f"Ged work {LEGACY_ID}: META.json differs from GedWeb's (META is immutable)" in message
+    assert database() == before
+    assert WorkItem.objects.get(work_id=LEGACY_ID).origin["candidateId"] == (
+        "legacy-ffffffffffffffffffff")
+
+
+def test_work_of_another_project_is_refused_by_id(alpha, make_project, tree, imported):
+    make_project("beta")
+    before = database()
+    message = refused(str(tree), "--project", "beta")
+    assert "belongs to project alpha" in message
+    assert any(f"Ged work {work_id} belongs to project alpha" in message
+               for work_id in (DIRECT_ID, PLANNED_ID, LEGACY_ID))
+    assert database() == before
+    assert not WorkItem.objects.filter(project_id="beta").exists()
+
+
 def test_a_different_document_under_the_same_revision_is_refused(alpha, tree, imported):
     document = file_json(tree, governance_path(DIRECT_ID))
     document["executionProfile"] = "assisted"
