@@ -207,6 +207,30 @@ def test_an_evidence_record_over_64_kib_is_400_naming_it_and_stores_nothing(api,
     assert append(api, direct_work, small).status_code == 200
 
 
+def test_an_evidence_record_of_exactly_64_kib_is_kept_and_one_byte_more_is_400(api,
+                                                                              direct_work):
+    def record(path_length: int) -> dict:
+        return evidence("inspection", "observed", id="e-bound",
+                        binding={"type": "plan-content", "digest": "7" * 64,
+                                 "paths": ["p" * path_length]})
+
+    def size(fields: dict) -> int:
+        as_stored = {**fields, "recordedAt": "2026-08-10T05:00:00.000Z"}
+        return len(json.dumps(as_stored, ensure_ascii=False, separators=(",", ":")).encode())
+
+    exact = services.MAX_EVIDENCE_BYTES - size(record(0))
+    before = stored(direct_work)
+    error = assert_error(append(api, direct_work, record(exact + 1)), 400, "validation_error")
+    assert "not 65,537" in str(error["fields"]["evidence"])
+    assert stored(direct_work) == before
+    response = append(api, direct_work, record(exact))
+    assert response.status_code == 200, response.content
+    kept = response.json()["evidence"][-1]
+    assert size({k: v for k, v in kept.items() if k != "recordedAt"}) == (
+        services.MAX_EVIDENCE_BYTES)
+    assert EvidenceRecord.objects.filter(work=direct_work, evidence_id="e-bound").exists()
+
+
 def test_a_non_json_evidence_body_is_415_and_stores_nothing(api, direct_work):
     before = stored(direct_work)
     response = api.post(gov_url("alpha", direct_work.work_id, "evidence"), "kind=inspection",
