@@ -6,8 +6,9 @@ refusal adds none. Each test checks the answer and the stored rows.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -15,8 +16,11 @@ from django.utils import timezone
 from gedweb.lib import governance as gov
 from governance import services
 from governance.models import ActiveWork, EvidenceRecord, GovernanceRevision
+from memory import quotas
+from memory.models import ProjectQuota
 from tests.governance.support import (
     CANONICAL_TIME,
+    DIRECT,
     GOVERNANCE_KEYS,
     HEAD_A,
     HEX64,
@@ -201,6 +205,30 @@ def test_an_evidence_record_over_64_kib_is_400_naming_it_and_stores_nothing(api,
     # Just under the bound the same record reaches GedPi's rules as usual.
     small = evidence("inspection", "observed", summary="s" * 10_000)
     assert append(api, direct_work, small).status_code == 200
+
+
+def test_an_evidence_record_of_exactly_64_kib_is_kept_and_one_byte_more_is_400(api,
+                                                                              direct_work):
+    def record(path_length: int) -> dict:
+        return evidence("inspection", "observed", id="e-bound",
+                        binding={"type": "plan-content", "digest": "7" * 64,
+                                 "paths": ["p" * path_length]})
+
+    def size(fields: dict) -> int:
+        as_stored = {**fields, "recordedAt": "2026-08-10T05:00:00.000Z"}
+        return len(json.dumps(as_stored, ensure_ascii=False, separators=(",", ":")).encode())
+
+    exact = services.MAX_EVIDENCE_BYTES - size(record(0))
+    before = stored(direct_work)
+    error = assert_error(append(api, direct_work, record(exact + 1)), 400, "validation_error")
+    assert "not 65,537" in str(error["fields"]["evidence"])
+    assert stored(direct_work) == before
+    response = append(api, direct_work, record(exact))
+    assert response.status_code == 200, response.content
+    kept = response.json()["evidence"][-1]
+    assert size({k: v for k, v in kept.items() if k != "recordedAt"}) == (
+        services.MAX_EVIDENCE_BYTES)
+    assert EvidenceRecord.objects.filter(work=direct_work, evidence_id="e-bound").exists()
 
 
 def test_a_non_json_evidence_body_is_415_and_stores_nothing(api, direct_work):
@@ -515,6 +543,10 @@ def test_clear_commit_removes_the_pending_commit(api, verified_work):
     assert response.status_code == 200
     assert document(verified_work)["pendingCommits"] == []
     assert EvidenceRecord.objects.filter(work=verified_work).count() == 1
+    revisions = api.get(gov_url("alpha", verified_work.work_id, "revisions")).json()["items"]
+    assert [item["operation"] for item in revisions[-2:]] == ["commit:begin", "commit:clear"]
+    assert GovernanceRevision.objects.get(work=verified_work, revision=3).operation == (
+        "commit:clear")
 
 
 def test_a_pending_commit_blocks_every_guarded_action(api, verified_work):
@@ -787,6 +819,15 @@ def test_each_revision_document_equals_what_its_write_returned(api, direct_work)
         gov.validate_state(response.json(), direct_work.work_id)
 
 
+def test_a_revision_is_read_from_its_own_work_item(api, direct_work, planned_work):
+    """Both work items have a revision 0; each URL answers with its own."""
+    for work in (planned_work, direct_work):
+        response = api.get(gov_url("alpha", work.work_id, "revisions", "0"))
+        assert response.status_code == 200
+        assert response.json() == services.governance_document(work)
+        assert response.json()["workId"] == work.work_id
+
+
 def test_an_unknown_revision_is_404(api, direct_work):
     assert_error(api.get(gov_url("alpha", direct_work.work_id, "revisions", "1")), 404,
                  "not_found")
@@ -891,6 +932,33 @@ def test_deleting_the_pointer_forgets_the_selection(api, direct_work):
     assert_error(api.delete(active_url("session-a")), 404, "not_found")
 
 
+def test_deleting_a_pointer_keeps_other_sessions_and_other_projects(api, client_for, beta,
+                                                                   direct_work, planned_work):
+    select(api, "session-a", direct_work)
+    select(api, "session-b", planned_work, request_id="req-2")
+    other = client_for(beta.token)
+    foreign = open_work(beta.project)
+    assert other.put(active_url("session-a", "beta"),
+                     {"work_id": foreign.work_id, "operation": "open", "request_id": "req-3"},
+                     format="json").status_code == 200
+    assert api.delete(active_url("session-a")).status_code == 204
+    assert_error(api.get(active_url("session-a")), 404, "not_found")
+    assert api.get(active_url("session-b")).json()["workId"] == planned_work.work_id
+    assert other.get(active_url("session-a", "beta")).json()["workId"] == (
+        foreign.work_id)
+    assert sorted(ActiveWork.objects.values_list("session_id", "work_id")) == sorted(
+        [("session-b", planned_work.pk), ("session-a", foreign.pk)])
+
+
+def test_a_pointer_is_keyed_by_the_32_hex_prefix_of_the_session_ids_sha256(api, direct_work):
+    session = "session-a"
+    assert select(api, session, direct_work).status_code == 200
+    row = ActiveWork.objects.get()
+    assert row.session_key == hashlib.sha256(session.encode("utf-8")).hexdigest()[:32]
+    assert len(row.session_key) == 32
+    assert api.get(active_url(session)).json()["sessionId"] == session
+
+
 def test_a_session_without_a_pointer_is_404(api, direct_work):
     assert_error(api.get(active_url("never-used")), 404, "not_found")
 
@@ -909,3 +977,41 @@ def test_another_projects_token_cannot_read_or_change_a_pointer(api, client_for,
     assert_error(intruder.delete(active_url("session-a")), 404, "not_found")
     assert ActiveWork.objects.count() == 1
     assert_error(client_for(beta.token).get(active_url("session-a", "beta")), 404, "not_found")
+
+
+# --- what is stored ---------------------------------------------------------------------------
+
+
+def work_files_used(project) -> int:
+    quota = ProjectQuota.objects.filter(project=project, kind="work_files").first()
+    return 0 if quota is None else quota.used_bytes
+
+
+def test_non_ascii_governance_is_stored_and_charged_as_written(api, alpha):
+    work = open_work(alpha.project, DIRECT, summary="Fix the Grüße button")
+    before = work_files_used(alpha.project)
+    response = append(api, work, evidence("inspection", "observed", id="e1",
+                                          summary="Prüfung bestanden ✓"))
+    assert response.status_code == 200, response.content
+    record = response.json()["evidence"][-1]
+    assert record["summary"] == "Prüfung bestanden ✓"
+    row = EvidenceRecord.objects.get(work=work, evidence_id="e1")
+    assert row.record_json == json.dumps(record, ensure_ascii=False)
+    assert work_files_used(alpha.project) - before == (
+        len(row.record_json.encode("utf-8")) + quotas.ROW_OVERHEAD_BYTES)
+    for revision in GovernanceRevision.objects.filter(work=work):
+        assert "Grüße" in revision.document_json
+        assert json.loads(revision.document_json)["summary"] == "Fix the Grüße button"
+
+
+def test_work_times_are_kept_to_the_millisecond(api, alpha, monkeypatch):
+    moment = datetime(2026, 8, 10, 5, 0, 0, 600_400, tzinfo=UTC)
+    monkeypatch.setattr(timezone, "now", lambda: moment)
+    work = open_work(alpha.project, DIRECT)
+    assert select(api, "session-a", work).status_code == 200
+    kept = moment.replace(microsecond=600_000)
+    work.refresh_from_db()
+    assert work.created_at == kept
+    state = services.governance_document(work)
+    assert (state["createdAt"], state["updatedAt"]) == ("2026-08-10T05:00:00.600Z",) * 2
+    assert ActiveWork.objects.get().selected_at == kept

@@ -35,6 +35,7 @@ from governance.models import (
 from governance.skills import current_skills, skills_matching
 from governance.standards import standards_markdown, standards_state
 from memory.models import DocumentRevision
+from tests.governance.support import DIRECT, open_work
 from tests.interop import gedpi_trees as trees
 from tests.interop.gedpi_trees import (
     DIRECT_ID,
@@ -319,6 +320,8 @@ def test_a_changed_tree_adds_new_versions_only_where_something_changed(alpha, tr
     work = WorkItem.objects.get(work_id=PLANNED_ID)
     assert services.governance_document(work) == following
     assert EvidenceRecord.objects.get(work=work, evidence_id="evidence-inspect").revision == 4
+    assert list(GovernanceRevision.objects.filter(work=work).order_by("revision")
+                .values_list("operation", flat=True)) == ["import", "import"]
     context = DocumentRevision.objects.filter(project=alpha.project, path="CONTEXT.md")
     assert list(context.values_list("revision", flat=True)) == [1, 2]
     # The drifted skill stays unverified; the edited verified one is now unverified too.
@@ -341,6 +344,31 @@ def test_a_governance_revision_lower_than_gedweb_latest_is_refused_with_nothing_
     message = refused(str(tree), "--project", "alpha")
     assert PLANNED_ID in message and "revision 3 is lower than GedWeb's revision 4" in message
     assert database() == before
+
+
+def test_a_changed_meta_json_is_refused_because_meta_never_changes(alpha, tree, imported):
+    meta_rel = f".ged/work/{LEGACY_ID}/META.json"
+    meta = file_json(tree, meta_rel)
+    meta["origin"]["candidateId"] = "legacy-000000000000000000000"
+    (tree / meta_rel).write_bytes(pretty(meta))
+    before = database()
+    message = refused(str(tree), "--project", "alpha")
+    assert meta_rel in message
+    assert f"Ged work {LEGACY_ID}: META.json differs from GedWeb's (META is immutable)" in message
+    assert database() == before
+    assert WorkItem.objects.get(work_id=LEGACY_ID).origin["candidateId"] == (
+        "legacy-ffffffffffffffffffff")
+
+
+def test_work_of_another_project_is_refused_by_id(alpha, make_project, tree, imported):
+    make_project("beta")
+    before = database()
+    message = refused(str(tree), "--project", "beta")
+    assert "belongs to project alpha" in message
+    assert any(f"Ged work {work_id} belongs to project alpha" in message
+               for work_id in (DIRECT_ID, PLANNED_ID, LEGACY_ID))
+    assert database() == before
+    assert not WorkItem.objects.filter(project_id="beta").exists()
 
 
 def test_a_different_document_under_the_same_revision_is_refused(alpha, tree, imported):
@@ -513,3 +541,20 @@ def test_a_checkout_migrated_by_ged_migrate_v3_imports_with_its_legacy_work_paus
     # Legacy records without hashes are reported, never trusted or invented.
     assert any("legacy entry without a hash" in line for line in result["skipped"])
     assert StandardsImport.objects.count() == 0
+
+
+def test_imported_task_artifacts_are_versioned_per_work_item_and_task(alpha):
+    first, second = (
+        open_work(alpha.project, DIRECT, summary=summary)
+        for summary in ("Fix the login button", "Fix the logout button")
+    )
+    for work in (first, second):
+        for task_id in ("T01", "T02"):
+            assert services.task_artifact_import(work=work, task_id=task_id, name="BRIEF.md",
+                                                 content="# Brief\n", author="importer")
+    rows = TaskArtifact.objects.order_by("work_id", "task_id")
+    assert list(rows.values_list("work_id", "task_id", "version")) == [
+        (first.pk, "T01", 1), (first.pk, "T02", 1), (second.pk, "T01", 1), (second.pk, "T02", 1)]
+    assert not services.task_artifact_import(work=first, task_id="T01", name="BRIEF.md",
+                                             content="# Brief\n", author="importer")
+    assert TaskArtifact.objects.count() == 4
