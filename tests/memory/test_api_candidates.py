@@ -309,6 +309,7 @@ def test_it_rejects_a_candidate(alpha, client, pending):
     assert body["entry_id"] is None
     pending.refresh_from_db()
     assert pending.status == "rejected"
+    assert pending.resolved_at is not None
     assert MemoryEntry.objects.count() == 0
 
 

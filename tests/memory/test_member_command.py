@@ -338,7 +338,7 @@ def test_list_of_an_unknown_project_is_refused(db):
 def test_membership_set_refuses_a_role_outside_the_choices(alpha, ana):
     with pytest.raises(ValidationError) as raised:
         services.membership_set(user=ana, project=alpha.project, role="owner")
-    assert "role" in raised.value.message_dict
+    assert raised.value.message_dict == {"role": ["must be one of viewer, operator"]}
     assert not Membership.objects.exists()
 
 
@@ -397,3 +397,11 @@ def test_a_real_add_with_a_bad_role_exits_2_in_one_line(live_db, make_project, m
     assert len(completed.stderr.strip().splitlines()) == 1
     assert "--role" in completed.stderr and "usage:" not in completed.stderr
     assert not Membership.objects.exists()
+
+
+def test_membership_remove_leaves_other_members_of_the_project(alpha, ana):
+    bob = User.objects.create_user("bob")
+    services.membership_set(user=ana, project=alpha.project, role="viewer")
+    services.membership_set(user=bob, project=alpha.project, role="operator")
+    assert services.membership_remove(user=ana, project=alpha.project) == 1
+    assert memberships() == [("alpha", "bob", "operator")]

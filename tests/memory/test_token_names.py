@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from memory import services
-from memory.models import Project, ProjectToken
+from memory.models import Project, ProjectToken, hash_token
 from memory.validators import validate_token_name
 
 RESERVED = ["admin", "cli", "system", "Admin", "SYSTEM", "CLI"]
@@ -69,3 +69,17 @@ def test_the_token_command_refuses_a_reserved_name_in_one_line(alpha):
     assert "\n" not in message.strip()
     assert "system" in message and "writes as itself" in message
     assert ProjectToken.objects.filter(project=alpha.project).count() == 1
+
+
+def test_a_second_token_can_be_supplied_and_is_the_one_stored(alpha):
+    supplied = "ci-supplied-token-0123456789abcdef"
+    record, raw = services.project_token_create(project=alpha.project, name="ci", token=supplied)
+    assert raw == supplied
+    assert ProjectToken.objects.get(pk=record.pk).token_hash == hash_token(supplied)
+
+
+def test_a_second_token_too_short_to_supply_is_refused_by_field(alpha):
+    with pytest.raises(ValidationError) as raised:
+        services.project_token_create(project=alpha.project, name="ci", token="short")
+    assert set(raised.value.message_dict) == {"token"}
+    assert list(ProjectToken.objects.values_list("name", flat=True)) == ["default"]

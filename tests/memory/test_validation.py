@@ -7,17 +7,19 @@ says where a project's files live outside the workspace.
 
 from __future__ import annotations
 
+import hashlib
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from gedweb.commands import one_line
 from gedweb.errors import Conflict
+from gedweb.lib.canonical import canonical_json
 from gedweb.validation import FieldErrors, collect_errors, validate_text, validation_error_line
 from memory import checkpoints, mirror
-from memory.models import MemoryEntry
+from memory.models import MemoryEntry, format_timestamp
 from memory.services import ImportRow, memory_entries_import
 from memory.validators import validate_category, validate_content, validate_project_id
 
@@ -122,3 +124,45 @@ def test_writers_refuse_a_symlinked_memory_dir_that_readers_still_name(memory_ro
     with pytest.raises(mirror.MirrorPathError):
         mirror.project_dir("alpha")
     assert checkpoints.file_path("alpha") == memory_root / "alpha" / "CHECKPOINTS"
+
+
+def test_an_import_row_with_a_bad_source_and_key_names_both_fields(alpha):
+    row = ImportRow(key="", category="note", content="text", source="",
+                    created_at=datetime(2026, 1, 1, tzinfo=UTC), label="row 2")
+    with pytest.raises(ValidationError) as refused:
+        memory_entries_import(project=alpha.project, rows=[row])
+    line = refused.value.messages[0]
+    assert line.startswith("row 2: source: ")
+    assert "; key: must be 1-255 printable ASCII characters" in line
+    assert not MemoryEntry.objects.exists()
+
+
+class _NoOffset(tzinfo):
+    """A zone that names no offset: the time is as naive as one without tzinfo."""
+
+    def utcoffset(self, dt: datetime | None) -> None:
+        return None
+
+
+@pytest.mark.parametrize("zone", [None, _NoOffset()], ids=["naive", "no-offset-zone"])
+def test_an_import_row_without_a_utc_offset_is_refused_in_one_line(alpha, zone):
+    row = ImportRow(key="k1", category="note", content="text", source="import",
+                    created_at=datetime(2026, 1, 1, tzinfo=zone), label="row 3")
+    with pytest.raises(ValidationError) as refused:
+        memory_entries_import(project=alpha.project, rows=[row])
+    assert refused.value.messages == ["row 3: created_at: must carry a UTC offset"]
+    assert not MemoryEntry.objects.exists()
+
+
+def test_an_imported_row_stores_the_canonical_fingerprint_of_its_fields(alpha):
+    # Stored rows outlive a release: a re-import after an upgrade must compute the same hash.
+    when = datetime(2026, 1, 1, 12, 30, tzinfo=UTC)
+    row = ImportRow(key="k1", category="note", content="text", source="import",
+                    created_at=when, label="row 1")
+    memory_entries_import(project=alpha.project, rows=[row])
+    expected = hashlib.sha256(canonical_json({
+        "category": "note", "content": "text", "source": "import",
+        "created_at": format_timestamp(when),
+    }).encode()).hexdigest()
+    assert MemoryEntry.objects.get().request_hash == expected
+
