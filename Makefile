@@ -96,8 +96,8 @@ mutants: $(VENV)/.installed-dev
 # The services' mutants against the apps' Django tests (tests/mutants.py).
 mutants-services: $(VENV)/.installed-dev
 	rm -rf mutants
-	$(BIN)/python -m tests.mutants services run --max-children 2
-	$(BIN)/python -m tests.mutants services results
+	$(BIN)/python tests/mutants.py services run --max-children 2
+	$(BIN)/python tests/mutants.py services results
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

@@ -1,4 +1,4 @@
-"""mutmut with a named configuration: ``python -m tests.mutants services run``.
+"""mutmut with a named configuration: ``python tests/mutants.py services run``.
 
 mutmut reads one configuration, ``[tool.mutmut]`` in pyproject.toml, which
 mutates the pure rules (gedweb/lib) against tests/lib with Django absent. The
@@ -8,6 +8,10 @@ pyproject.toml in its place, then hands the rest of the command line to
 mutmut's own CLI (``run``, ``results``, ``show <mutant>``, ...), so a pass is
 run and read with the same commands as the default one (docs/testing.md,
 "Mutation testing").
+
+It runs as a script, not as ``-m tests.mutants``: a module of the ``tests``
+package would import ``tests`` from the checkout, and the mutated copy's
+tests (``mutants/tests``) would then fail to import as that same package.
 
 mutmut keeps its state in ``mutants/``; run one pass at a time, from a clean
 ``mutants/`` (``make mutants`` and ``make mutants-services`` remove it first).
@@ -36,7 +40,7 @@ def reader(name: str) -> Callable[[str, Any], Any]:
 
 def main(argv: list[str]) -> None:
     if not argv:
-        raise SystemExit("usage: python -m tests.mutants <pass> <mutmut command> [args...]")
+        raise SystemExit("usage: python tests/mutants.py <pass> <mutmut command> [args...]")
     name, *rest = argv
     section = reader(name)
     # mutmut loads its configuration through this reader, once per process, and
@@ -46,7 +50,7 @@ def main(argv: list[str]) -> None:
     mutmut.configuration.reset_config()
     from mutmut.__main__ import cli
 
-    cli.main(args=rest, prog_name=f"python -m tests.mutants {name}")
+    cli.main(args=rest, prog_name=f"python tests/mutants.py {name}")
 
 
 if __name__ == "__main__":
