@@ -82,15 +82,15 @@ ADMIN_TOKEN: str | None = env.str("GEDWEB_ADMIN_TOKEN", default="") or None
 # Ferryman user's environment keeps working. Two different values would leave
 # one of them silently ignored, and with it the boundary someone meant to set.
 _memory_write_tokens = {
-    name: value for name in ("GEDWEB_MEMORY_WRITE_TOKEN", "FERRYMAN_MEMORY_WRITE_TOKEN")
-    if (value := env.str(name, default=""))
-}
-if len(set(_memory_write_tokens.values())) > 1:
+    env.str(name, default="")
+    for name in ("GEDWEB_MEMORY_WRITE_TOKEN", "FERRYMAN_MEMORY_WRITE_TOKEN")
+} - {""}
+if len(_memory_write_tokens) > 1:
     raise ImproperlyConfigured(
         "GEDWEB_MEMORY_WRITE_TOKEN and FERRYMAN_MEMORY_WRITE_TOKEN (its Ferryman alias) are "
         "both set, to different values: set one of them"
     )
-MEMORY_WRITE_TOKEN: str | None = next(iter(_memory_write_tokens.values()), None)
+MEMORY_WRITE_TOKEN: str | None = next(iter(_memory_write_tokens), None)
 MIRROR_WRITER = _choice("GEDWEB_MIRROR_WRITER", "inline", ("inline", "follower"))
 MEMORY_ROOT = Path(env.str("GEDWEB_MEMORY_ROOT", default=str(DATA_DIR / "bridge-memory"))).resolve()
 DEMO_PROJECT = _bool("GEDWEB_DEMO_PROJECT", not PRODUCTION)
