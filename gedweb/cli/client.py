@@ -1,8 +1,10 @@
-"""A small HTTP client for the GedWeb REST API (standard library only).
+"""A small client for the GedWeb REST API, on httpx (the ``httpx2`` package).
 
-Every call goes over HTTP to ``/v1``; nothing here imports Django or touches a
-database. Errors become two exception types the CLI and the MCP server turn
-into one-line messages: ``ApiError`` (the server answered with an error) and
+Every call goes to ``/v1`` over HTTP, or, for the server's own remote MCP
+endpoint, through an in-process WSGI transport to the same Django application
+(gedweb/remote_mcp.py); nothing here imports Django or touches a database.
+Errors become two exception types the CLI and the MCP server turn into
+one-line messages: ``ApiError`` (the server answered with an error) and
 ``NetworkError`` (no usable answer, after the retries allowed).
 """
 
@@ -14,12 +16,15 @@ import json
 import random
 import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
+
+import httpx2
 
 DEFAULT_URL = "http://127.0.0.1:8787"
 DEFAULT_TIMEOUT = 30.0
@@ -106,6 +111,11 @@ class Client:
     max_attempts: int = MAX_ATTEMPTS
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     warn: Callable[[str], None] = field(default=warn_once_on_stderr, repr=False)
+    # Where requests go instead of the network: the remote MCP endpoint passes
+    # an httpx2.WSGITransport to the server's own application.
+    transport: httpx2.BaseTransport | None = field(default=None, repr=False)
+    # Headers sent on every request (the remote MCP endpoint forwards Host).
+    extra_headers: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
@@ -116,22 +126,37 @@ class Client:
         self._port = parts.port
         self._prefix = parts.path.rstrip("/")
         # Anyone on the path can read a token sent in clear to another host.
-        self._warn_plain_http = self._scheme == "http" and not is_loopback(self._host)
+        self._warn_plain_http = (self._scheme == "http" and not is_loopback(self._host)
+                                 and self.transport is None)
+        self._http: httpx2.Client | None = None
+        self._http_lock = threading.Lock()
+
+    def _connection_pool(self) -> httpx2.Client:
+        # One pool per Client, made on first use, so a long MCP session
+        # reuses its keep-alive connections; the environment's proxy and
+        # certificate variables are not read (trust_env=False), as before.
+        with self._http_lock:
+            if self._http is None:
+                self._http = httpx2.Client(timeout=self.timeout, transport=self.transport,
+                                           trust_env=False, follow_redirects=False)
+            return self._http
+
+    def close(self) -> None:
+        with self._http_lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
 
     # --- transport -----------------------------------------------------------
 
     def _once(self, method: str, path: str, body: bytes | None,
               headers: dict[str, str]) -> Response:
-        cls = (http.client.HTTPSConnection if self._scheme == "https"
-               else http.client.HTTPConnection)
-        conn = cls(self._host, self._port, timeout=self.timeout)
-        try:
-            conn.request(method, self._prefix + path, body=body, headers=headers)
-            raw = conn.getresponse()
-            payload = raw.read()
-            return Response(raw.status, {k.lower(): v for k, v in raw.getheaders()}, payload)
-        finally:
-            conn.close()
+        base = urlsplit(self.url)
+        raw = self._connection_pool().request(
+            method, f"{base.scheme}://{base.netloc}{self._prefix}{path}", content=body,
+            headers=headers)
+        return Response(raw.status_code, {k.lower(): v for k, v in raw.headers.items()},
+                        raw.content)
 
     def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
                 json_body: Any = None, headers: dict[str, str] | None = None,
@@ -148,7 +173,7 @@ class Client:
             if pairs:
                 path += "?" + urlencode(pairs)
         all_headers = {"Accept": "application/json, text/plain;q=0.9, */*;q=0.1",
-                       "User-Agent": "gedweb-cli/1"}
+                       "User-Agent": "gedweb-cli/1", **self.extra_headers}
         if self.token:
             all_headers["Authorization"] = f"Bearer {self.token}"
         if self._warn_plain_http and (self.token or self.memory_token):
@@ -168,7 +193,7 @@ class Client:
         for attempt in range(1, attempts + 1):
             try:
                 response = self._once(method, path, data, all_headers)
-            except (OSError, http.client.HTTPException, socket.timeout) as exc:
+            except (OSError, httpx2.TransportError) as exc:
                 last_problem = _describe(exc)
             else:
                 if response.status < 400:
@@ -205,15 +230,70 @@ class Client:
             body["source"] = source
         if corrects is not None:
             body["corrects"] = corrects
+        return self._keyed_post(self.project_path(project, "memory"), body, idempotency_key)
+
+    def _keyed_post(self, path: str, body: dict[str, Any],
+                    idempotency_key: str | None) -> dict[str, Any]:
+        # One key for every attempt, so a retry of a request that was
+        # committed but whose answer was lost gets the original back.
         key = idempotency_key or new_idempotency_key()
         response = self.request(
-            "POST", self.project_path(project, "memory"), json_body=body,
-            headers={"Idempotency-Key": key},
+            "POST", path, json_body=body, headers={"Idempotency-Key": key},
             # The first attempt may still be running on the server.
             retry_conflict_codes=frozenset({"idempotency_in_flight"}),
         )
         created: dict[str, Any] = response.json()
         return created
+
+    def project(self, project: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.get_json(self.project_path(project))
+        return found
+
+    def candidate_propose(self, project: str, category: str, content: str,
+                          source: str | None = None,
+                          idempotency_key: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"category": category, "content": content}
+        if source is not None:
+            body["source"] = source
+        return self._keyed_post(self.project_path(project, "memory", "candidates"), body,
+                                idempotency_key)
+
+    def candidates_page(self, project: str, **query: Any) -> dict[str, Any]:
+        page: dict[str, Any] = self.get_json(
+            self.project_path(project, "memory", "candidates"), **query)
+        return page
+
+    def candidate_decide(self, project: str, candidate_id: str, decision: str) -> dict[str, Any]:
+        """approve (answers the new entry) or reject (the candidate); never retried:
+        a lost answer to an approval is found by listing the candidates."""
+        if decision not in ("approve", "reject"):
+            raise ValueError(f"unknown decision {decision!r}")
+        answer: dict[str, Any] = self.request(
+            "POST", self.project_path(project, "memory", "candidates", candidate_id, decision),
+            retry=False).json()
+        return answer
+
+    def documents(self, project: str, prefix: str | None = None) -> dict[str, Any]:
+        listing: dict[str, Any] = self.get_json(self.project_path(project, "documents"),
+                                                prefix=prefix)
+        return listing
+
+    def document(self, project: str, path: str, revision: int | None = None) -> dict[str, Any]:
+        # A document path keeps its slashes (adr/0001-x.md); each part is quoted.
+        found: dict[str, Any] = self.get_json(
+            self.project_path(project, "documents", *path.split("/")), revision=revision)
+        return found
+
+    def work_page(self, project: str, **query: Any) -> dict[str, Any]:
+        page: dict[str, Any] = self.get_json(self.project_path(project, "work"), **query)
+        return page
+
+    def work_get(self, project: str, work_id: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.get_json(self.project_path(project, "work", work_id))
+        return found
+
+    def mirror_text(self, project: str) -> str:
+        return self.request("GET", self.project_path(project, "memory.md")).text
 
     def memory_page(self, project: str, **query: Any) -> dict[str, Any]:
         page: dict[str, Any] = self.get_json(self.project_path(project, "memory"), **query)
@@ -293,13 +373,21 @@ def _advances(cursor: Any, after: int | str | None,
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, (ConnectionResetError, http.client.RemoteDisconnected)):
-        return "connection closed before a response"
-    if isinstance(exc, (TimeoutError, socket.timeout)):
+    """One short phrase for what went wrong, from httpx's error or the OS error under it."""
+    if isinstance(exc, httpx2.TimeoutException):
         return "timed out"
-    if isinstance(exc, socket.gaierror):
-        return "unknown host"
+    if isinstance(exc, httpx2.RemoteProtocolError):
+        return "connection closed before a response"
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, ConnectionResetError):
+            return "connection closed before a response"
+        if isinstance(cause, (TimeoutError, socket.timeout)):
+            return "timed out"
+        if isinstance(cause, socket.gaierror):
+            return "unknown host"
+        cause = cause.__cause__ or cause.__context__
     text = str(exc) or type(exc).__name__
     return " ".join(text.split())
