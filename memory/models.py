@@ -325,6 +325,12 @@ class MemoryCandidate(models.Model):
     entry = models.OneToOneField(
         MemoryEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="candidate"
     )
+    # A proposal's Idempotency-Key, under the same rules as an entry's
+    # (memory.services): it lives as long as the candidate, the request hash
+    # tells a replay from a reuse, and the scope names the token that sent it.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    request_hash = models.CharField(max_length=64, null=True, blank=True)
+    idempotency_scope = models.CharField(max_length=80, null=True, blank=True)
 
     objects = CandidateQuerySet.as_manager()
 
@@ -340,6 +346,12 @@ class MemoryCandidate(models.Model):
                 condition=Q(status="approved", entry__isnull=False)
                 | (~Q(status="approved") & Q(entry__isnull=True)),
                 name="memory_memorycandidate_entry_iff_approved",
+            ),
+            # Partial, as MemoryEntry's: unkeyed proposals (NULL) never collide.
+            models.UniqueConstraint(
+                fields=["project", "idempotency_scope", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="memory_memorycandidate_unique_scoped_idempotency_key",
             ),
         ]
         indexes = [models.Index(fields=["project", "status", "id"], name="memory_cand_status_idx")]

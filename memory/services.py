@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -167,11 +167,6 @@ class AppendResult:
     mirror_rows: tuple[dict[str, Any], ...] = ()
 
 
-def request_fingerprint(body: dict[str, Any]) -> str:
-    """Canonical form of a request body, so key order and spacing do not matter."""
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
-
-
 def _validate_entry_fields(category: Any, content: Any, source: Any) -> None:
     collect_errors(
         {
@@ -182,7 +177,42 @@ def _validate_entry_fields(category: Any, content: Any, source: Any) -> None:
     )
 
 
-def _claim_idempotency_key(project: Project, scope: str, key: str) -> None:
+# --- idempotency keys (entry appends and candidate proposals) -------------
+#
+# One rule for both writes: a key belongs to (project, scope), scope naming
+# the token that sent it; the same key and body replay the stored row, the
+# same key with another body is refused, and a key in flight is refused at
+# once on PostgreSQL. Each kind of write has its own advisory-lock namespace,
+# so an entry key and a candidate key with the same text never block each
+# other. The entries' namespace is the text it always was, so servers of the
+# previous release still share its locks during a rolling upgrade.
+ENTRY_KEYS = "gedweb.idempotency"
+CANDIDATE_KEYS = "gedweb.idempotency.candidate"
+
+KeyedRow = TypeVar("KeyedRow", MemoryEntry, MemoryCandidate)
+
+
+def request_fingerprint(body: dict[str, Any]) -> str:
+    """Canonical form of a request body, so key order and spacing do not matter."""
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def _keyed_request_hash(
+    key: str | None, request_hash: str | None, body: dict[str, Any]
+) -> str | None:
+    """What a keyed write stores to tell a replay from a reuse; None without a key.
+
+    Validates the key first, so a malformed one is a 400 naming the header
+    and nothing is stored. ``request_hash`` is the API's fingerprint of the
+    body as sent; service callers leave it None and ``body`` is fingerprinted.
+    """
+    if key is None:
+        return None
+    collect_errors({"Idempotency-Key": (validate_idempotency_key, key)})
+    return request_hash if request_hash is not None else request_fingerprint(body)
+
+
+def _claim_idempotency_key(project: Project, scope: str, key: str, *, namespace: str) -> None:
     # On PostgreSQL a transaction-scoped advisory lock marks the key as in
     # flight: a concurrent request with the same key is told so at once
     # instead of queueing behind it. SQLite serialises writers with BEGIN
@@ -192,11 +222,26 @@ def _claim_idempotency_key(project: Project, scope: str, key: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
-            [f"gedweb.idempotency\x1f{project.pk}\x1f{scope}\x1f{key}"],
+            # \x1f cannot occur in a key (printable ASCII only) or a scope.
+            [f"{namespace}\x1f{project.pk}\x1f{scope}\x1f{key}"],
         )
         (acquired,) = cursor.fetchone()
     if not acquired:
         raise IdempotencyInFlight("a request with this Idempotency-Key is still being processed")
+
+
+def _replay_of(earlier: KeyedRow | None, request_hash: str | None) -> KeyedRow | None:
+    """The row a keyed request replays, or None when its key stored nothing yet.
+
+    Call it with the key claimed, so no other request can store under it
+    meanwhile. A stored row with another request hash means the key was
+    reused for a different body: refused, never answered with that row.
+    """
+    if earlier is None:
+        return None
+    if earlier.request_hash != request_hash:
+        raise IdempotencyKeyReused("this Idempotency-Key was used with a different request body")
+    return earlier
 
 
 def _keyed_entry(project: Project, scope: str, author: str, key: str) -> MemoryEntry | None:
@@ -236,12 +281,8 @@ def _append_locked(
     """
     scope = idempotency_scope or author
     if idempotency_key is not None:
-        earlier = _keyed_entry(project, scope, author, idempotency_key)
+        earlier = _replay_of(_keyed_entry(project, scope, author, idempotency_key), request_hash)
         if earlier is not None:
-            if earlier.request_hash != request_hash:
-                raise IdempotencyKeyReused(
-                    "this Idempotency-Key was used with a different request body"
-                )
             return AppendResult(earlier, replayed=True)
     corrected = None
     if corrects is not None:
@@ -305,12 +346,11 @@ def memory_entry_create(
     every seq is taken exactly once; UNIQUE(project, seq) is the backstop.
     """
     _validate_entry_fields(category, content, source)
-    if idempotency_key is not None:
-        collect_errors({"Idempotency-Key": (validate_idempotency_key, idempotency_key)})
-        if request_hash is None:
-            request_hash = request_fingerprint(
-                {"category": category, "content": content, "source": source, "corrects": corrects}
-            )
+    request_hash = _keyed_request_hash(
+        idempotency_key,
+        request_hash,
+        {"category": category, "content": content, "source": source, "corrects": corrects},
+    )
     # Only a transaction of our own commits here; inside a caller's, the
     # mirror's turn would be held until that one ends.
     outermost = not transaction.get_connection().in_atomic_block
@@ -318,7 +358,9 @@ def memory_entry_create(
     try:
         with transaction.atomic():
             if idempotency_key is not None:
-                _claim_idempotency_key(project, idempotency_scope or author, idempotency_key)
+                _claim_idempotency_key(
+                    project, idempotency_scope or author, idempotency_key, namespace=ENTRY_KEYS
+                )
             lock_project(project)
             result = _append_locked(
                 project=project,
@@ -502,15 +544,73 @@ def chain_checkpoint_take(
 # --- candidates ------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ProposalResult:
+    candidate: MemoryCandidate
+    replayed: bool
+
+
+def candidate_propose(
+    *,
+    project: Project,
+    author: str,
+    category: str,
+    content: str,
+    source: str = "operator",
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+    idempotency_scope: str | None = None,
+) -> ProposalResult:
+    """Store a pending candidate, or answer a retried proposal with the one its key stored.
+
+    Keys follow memory_entry_create's rules: they belong to
+    ``idempotency_scope`` (the sending token) or else to the author; a replay
+    stores nothing and charges no quota; another body under the same key is
+    IdempotencyKeyReused; a key in flight on PostgreSQL is IdempotencyInFlight.
+    """
+    _validate_entry_fields(category, content, source)
+    request_hash = _keyed_request_hash(
+        idempotency_key, request_hash, {"category": category, "content": content, "source": source}
+    )
+    scope = idempotency_scope or author
+    try:
+        with transaction.atomic():
+            if idempotency_key is not None:
+                _claim_idempotency_key(project, scope, idempotency_key, namespace=CANDIDATE_KEYS)
+                keyed = (
+                    MemoryCandidate.objects.for_project(project)
+                    .filter(idempotency_scope=scope, idempotency_key=idempotency_key)
+                    .first()
+                )
+                earlier = _replay_of(keyed, request_hash)
+                if earlier is not None:
+                    return ProposalResult(earlier, replayed=True)
+            quotas.quota_charge(
+                project=project, kind="entries", size_bytes=quotas.text_bytes(content)
+            )
+            candidate = MemoryCandidate.objects.create(
+                project=project,
+                author=author,
+                category=category,
+                content=content,
+                source=source,
+                idempotency_key=idempotency_key,
+                idempotency_scope=scope if idempotency_key is not None else None,
+                request_hash=request_hash,
+            )
+    except IntegrityError:
+        # UNIQUE(project, scope, key) is the backstop behind the key claim.
+        raise Conflict("another proposal with this Idempotency-Key won the race; retry") from None
+    return ProposalResult(candidate, replayed=False)
+
+
 def candidate_create(
     *, project: Project, author: str, category: str, content: str, source: str = "operator"
 ) -> MemoryCandidate:
-    _validate_entry_fields(category, content, source)
-    with transaction.atomic():
-        quotas.quota_charge(project=project, kind="entries", size_bytes=quotas.text_bytes(content))
-        return MemoryCandidate.objects.create(
-            project=project, author=author, category=category, content=content, source=source
-        )
+    """A proposal without a key (admin, fixtures, other services): the new candidate."""
+    return candidate_propose(
+        project=project, author=author, category=category, content=content, source=source
+    ).candidate
 
 
 def _pending_candidate(project: Project, candidate: MemoryCandidate) -> MemoryCandidate:

@@ -84,6 +84,21 @@ class ProjectDetailView(ProjectAPIView):
 # --- memory entries ----------------------------------------------------------
 
 
+# Appends and candidate proposals take the same header, under the same rules.
+IDEMPOTENCY_KEY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="1-255 printable ASCII characters; a replay returns the first answer",
+)
+
+
+def body_fingerprint(request: Request) -> str:
+    """The request hash of a keyed write: its body as sent, in canonical JSON."""
+    # Called after the input serializer accepted the body, so it is a JSON object.
+    return services.request_fingerprint(cast(dict[str, Any], request.data))
+
+
 class EntryListView(ProjectAPIView):
     memory_write_methods = frozenset({"POST"})
 
@@ -119,12 +134,7 @@ class EntryListView(ProjectAPIView):
         operation_id="memory_append",
         request=s.EntryCreateSerializer,
         parameters=[
-            OpenApiParameter(
-                "Idempotency-Key",
-                OpenApiTypes.STR,
-                OpenApiParameter.HEADER,
-                description="1-255 printable ASCII characters; a replay returns the first answer",
-            ),
+            IDEMPOTENCY_KEY_HEADER,
             OpenApiParameter(
                 "X-Memory-Token",
                 OpenApiTypes.STR,
@@ -152,12 +162,7 @@ class EntryListView(ProjectAPIView):
             source=data["source"],
             corrects=data["corrects"],
             idempotency_key=key,
-            # The serializer accepted the body, so it is a JSON object.
-            request_hash=(
-                services.request_fingerprint(cast(dict[str, Any], request.data))
-                if key is not None
-                else None
-            ),
+            request_hash=body_fingerprint(request) if key is not None else None,
             idempotency_scope=request_principal(request).idempotency_scope,
         )
         response = Response(s.EntrySerializer.render(result.entry), status=201)
@@ -227,16 +232,27 @@ class CandidateListView(ProjectAPIView):
     @extend_schema(
         operation_id="candidates_create",
         request=s.CandidateCreateSerializer,
-        responses={201: s.CandidateSerializer, **errors(*WRITE_ERRORS)},
+        parameters=[IDEMPOTENCY_KEY_HEADER],
+        responses={201: s.CandidateSerializer, **errors(*WRITE_ERRORS, 409, 422)},
         summary="Propose a memory entry for review (any project token)",
+        description="An `Idempotency-Key` follows the rules of the append's.",
     )
     def post(self, request: Request, project_id: str) -> Response:
         serializer = s.CandidateCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        candidate = services.candidate_create(
-            project=self.project, author=self.author, **serializer.validated_data
+        key = request.headers.get("Idempotency-Key")
+        result = services.candidate_propose(
+            project=self.project,
+            author=self.author,
+            **serializer.validated_data,
+            idempotency_key=key,
+            request_hash=body_fingerprint(request) if key is not None else None,
+            idempotency_scope=request_principal(request).idempotency_scope,
         )
-        return Response(s.CandidateSerializer.render(candidate), status=201)
+        response = Response(s.CandidateSerializer.render(result.candidate), status=201)
+        if result.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
 
 
 class CandidateActionView(ProjectAPIView):
