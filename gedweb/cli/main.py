@@ -224,7 +224,9 @@ def work_detail_line(work: dict[str, Any]) -> str:
     """One work item as GET .../work/{id} answers it: META and the governance document."""
     meta, governance = (part if isinstance(part := work.get(name), dict) else {}
                         for name in ("meta", "governance"))
-    return (f"{_field(work, 'work_id')} {_when(meta.get('createdAt'))} "
+    decision = governance.get("decision")
+    mode = _field(decision, "mode") if isinstance(decision, dict) else "-"
+    return (f"{_field(work, 'work_id')} {_when(meta.get('createdAt'))} {mode} "
             f"{_field(governance, 'lifecycle')} {_field(meta, 'summary')}")
 
 
