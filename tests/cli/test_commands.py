@@ -33,7 +33,8 @@ class Project:
         self.token = server.new_project(project_id)
         self.env = server.cli_env(GEDWEB_TOKEN=self.token)
 
-    def cli(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def cli(self, *args: str,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return run_cli(*args, env=self.env if env is None else env)
 
     def ok(self, *args: str) -> str:
@@ -74,7 +75,7 @@ class Project:
         return items
 
 
-def assert_refused(result: subprocess.CompletedProcess, status: int, code: str) -> None:
+def assert_refused(result: subprocess.CompletedProcess[str], status: int, code: str) -> None:
     """Exit 1, nothing on stdout, one line on stderr naming the server's status and code."""
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert result.stdout == ""
