@@ -300,18 +300,21 @@ class Client:
         return page
 
     def all_items(self, path: str, *, page_size: int, cursor_type: type[int] | type[str] = int,
-                  **query: Any) -> list[dict[str, Any]]:
-        """Every item of a cursor-paged listing, oldest first, following next_cursor.
+                  descending: bool = False, **query: Any) -> list[dict[str, Any]]:
+        """Every item of a cursor-paged listing, in the listing's order, following next_cursor.
 
         The one way a client reads a whole listing: each page is asked for
         ``after`` the previous page's ``next_cursor`` (``cursor_type``: a seq
-        or an id, or a work id as ``str``), and a cursor of another type or
-        one that does not move forward is refused rather than followed forever.
+        or an id, or a work id as ``str``), or ``before`` it when the listing
+        runs newest first (``descending``, memory's ``order=desc``); a cursor
+        of another type or one that does not move on is refused rather than
+        followed forever.
         """
+        cursor_name = "before" if descending else "after"
         items: list[dict[str, Any]] = []
-        after: int | str | None = None
+        position: int | str | None = None
         while True:
-            page = self.get_json(path, limit=page_size, after=after, **query)
+            page = self.get_json(path, limit=page_size, **{cursor_name: position}, **query)
             batch = page.get("items") if isinstance(page, dict) else None
             if not isinstance(batch, list):
                 raise ApiError(200, "bad_response", "the listing has no items array")
@@ -319,15 +322,15 @@ class Client:
             cursor = page.get("next_cursor")
             if cursor is None:
                 return items
-            if not _advances(cursor, after, cursor_type):
+            if not _advances(cursor, position, cursor_type, descending=descending):
                 raise ApiError(200, "bad_response", f"next_cursor does not advance: {cursor!r}")
-            after = cursor
+            position = cursor
 
-    def memory_all(self, project: str, page_size: int = 500,
+    def memory_all(self, project: str, page_size: int = 500, order: str = "asc",
                    **query: Any) -> list[dict[str, Any]]:
-        """Every entry in seq order."""
+        """Every entry in seq order: oldest first, or newest first with ``order="desc"``."""
         return self.all_items(self.project_path(project, "memory"), page_size=page_size,
-                              order="asc", **query)
+                              descending=order == "desc", order=order, **query)
 
     def memory_get(self, project: str, ref: str | int) -> dict[str, Any]:
         entry: dict[str, Any] = self.get_json(self.project_path(project, "memory", str(ref)))
@@ -359,17 +362,20 @@ class Client:
         return verdict
 
 
-def _advances(cursor: Any, after: int | str | None,
-              cursor_type: type[int] | type[str]) -> bool:
-    """A next cursor is of the listing's type and past the one its page was asked after."""
+def _advances(cursor: Any, position: int | str | None,
+              cursor_type: type[int] | type[str], *, descending: bool = False) -> bool:
+    """A next cursor is of the listing's type and past the one its page was asked from:
+    above it in an ascending listing, below it in a descending one."""
     if isinstance(cursor, bool) or not isinstance(cursor, cursor_type):
         return False  # JSON's true is no seq, though Python's bool is an int
-    if after is None:
+    if position is None:
         return True
-    # after is an earlier cursor that passed this same check, so of cursor's type.
-    if isinstance(cursor, int) and isinstance(after, int):
-        return cursor > after
-    return isinstance(cursor, str) and isinstance(after, str) and cursor > after
+    # position is an earlier cursor that passed this same check, so of cursor's type.
+    if isinstance(cursor, int) and isinstance(position, int):
+        return cursor < position if descending else cursor > position
+    if isinstance(cursor, str) and isinstance(position, str):
+        return cursor < position if descending else cursor > position
+    return False
 
 
 def _describe(exc: BaseException) -> str:

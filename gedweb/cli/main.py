@@ -11,10 +11,13 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from gedweb.cli.client import DEFAULT_URL, ApiError, Client, NetworkError
 from gedweb.lib.chain import CHAINED_FIELDS, GENESIS_HASH, verify_chain
@@ -25,8 +28,15 @@ EXIT_USAGE = 2
 EXIT_NETWORK = 3
 
 
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+def _page_limit(text: str) -> int:
+    """A listing's --limit: a whole number, 0 or more; the server caps it at 500."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -69,12 +79,36 @@ def _names_a_token(word: str) -> bool:
     return word.startswith("--") and "tok" in word.split("=", 1)[0].lower()
 
 
+# Where a token may come from besides the command line: GedWeb's variables
+# first, Ferryman's when GedWeb's are unset.
+TOKEN_VARIABLES = ("GEDWEB_TOKEN", "FERRYMAN_TOKEN")
+MEMORY_TOKEN_VARIABLES = ("GEDWEB_MEMORY_TOKEN", "FERRYMAN_MEMORY_TOKEN")
+
+
+def _first_set(names: Sequence[str]) -> str | None:
+    for name in names:
+        if value := os.environ.get(name):
+            return value
+    return None
+
+
+def _url_password(word: str) -> str | None:
+    """The password of a URL such as http://user:secret@host, which is a credential too."""
+    if "://" not in word or "@" not in word:
+        return None
+    try:
+        return urlsplit(word.split("=", 1)[1] if word.startswith("--") else word).password
+    except ValueError:
+        return None
+
+
 def secret_values(argv: Sequence[str]) -> list[str]:
     """What on the command line may be a secret, for messages to leave out.
 
     The value of any option that names a token, spelled right or not
-    (``--token X``, ``--tokn=X``), every word shaped like a project token, and
-    the tokens taken from the environment.
+    (``--token X``, ``--tokn=X``), every word shaped like a project token, the
+    password of a URL, and the tokens taken from the environment (GedWeb's and
+    Ferryman's variables).
     """
     values: list[str] = []
     for position, word in enumerate(argv):
@@ -85,8 +119,16 @@ def secret_values(argv: Sequence[str]) -> list[str]:
                 values.append(argv[position + 1])
         elif word.startswith(PROJECT_TOKEN_PREFIX):
             values.append(word)
-    values += [os.environ.get(name, "") for name in ("GEDWEB_TOKEN", "GEDWEB_MEMORY_TOKEN")]
+        values.append(_url_password(word) or "")
+    values += [os.environ.get(name, "") for name in (*TOKEN_VARIABLES, *MEMORY_TOKEN_VARIABLES)]
+    values.append(_url_password(os.environ.get("GEDWEB_URL", "")) or "")
     return [value for value in values if value]
+
+
+def redact(message: str, secrets: Iterable[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        message = message.replace(secret, "[secret]")
+    return message
 
 
 class Parser(argparse.ArgumentParser):
@@ -101,12 +143,154 @@ class Parser(argparse.ArgumentParser):
     secrets: tuple[str, ...] = ()
 
     def error(self, message: str) -> NoReturn:
-        for secret in sorted(Parser.secrets, key=len, reverse=True):
-            message = message.replace(secret, "[secret]")
-        super().error(message)
+        super().error(redact(message, Parser.secrets))
 
 
-def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+# --- showing text from the server -------------------------------------------------------------
+
+# What could drive a terminal or disguise text: the C0 controls, DEL, the C1
+# controls (0x9b is a one-byte CSI on some terminals) and the Unicode bidi
+# controls that reorder what is shown. Stored text is written by agents, so
+# none of it reaches the terminal as it is.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+LINE_BREAK_MARK = " \u23ce "  # ⏎: where a multi-line text broke, shown on one line
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str, *, keep_line_breaks: bool) -> str:
+    """``text`` with every control character shown as an escape (ESC as ``\\x1b``).
+
+    With ``keep_line_breaks`` (a document, the context bundle) newlines and
+    tabs stay as they are; without (one line of a listing) each line break
+    becomes ``⏎`` and a tab a space.
+    """
+    text = text.replace("\r\n", "\n")
+    if keep_line_breaks:
+        return _TERMINAL_CONTROLS.sub(
+            lambda match: match[0] if match[0] in "\n\t" else _escape(match[0]), text)
+    text = LINE_BREAK_MARK.join(text.split("\n")).replace("\t", " ")
+    return _TERMINAL_CONTROLS.sub(lambda match: _escape(match[0]), text)
+
+
+def compact_json(value: Any) -> str:
+    """One line of JSON; the controls json.dumps keeps as they are (DEL, C1, bidi) are
+    written as \\u escapes, so the value is the same and the terminal is safe."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _TERMINAL_CONTROLS.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
+
+
+def _field(record: dict[str, Any], name: str) -> str:
+    value = record.get(name)
+    return terminal_safe("-" if value is None else str(value), keep_line_breaks=False)
+
+
+def _when(moment: Any) -> str:
+    """2026-11-30T08:00:00.123456+00:00 (or GedPi's ...Z) as 2026-11-30 08:00."""
+    text = str(moment or "")
+    if re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d", text):
+        return f"{text[:10]} {text[11:16]}"
+    return terminal_safe(text or "-", keep_line_breaks=False)
+
+
+def entry_line(entry: dict[str, Any]) -> str:
+    """#12 2026-11-30 08:00 decision [architect] Orders stay on PostgreSQL 16."""
+    return (f"#{_field(entry, 'seq')} {_when(entry.get('created_at'))} "
+            f"{_field(entry, 'category')} [{_field(entry, 'source')}] {_field(entry, 'content')}")
+
+
+def candidate_line(candidate: dict[str, Any]) -> str:
+    return (f"{_field(candidate, 'id')} {_when(candidate.get('created_at'))} "
+            f"{_field(candidate, 'status')} {_field(candidate, 'category')} "
+            f"[{_field(candidate, 'source')}] {_field(candidate, 'content')}")
+
+
+def document_line(document: dict[str, Any]) -> str:
+    sha256 = _field(document, "sha256")[:12]
+    return (f"{_field(document, 'path')} r{_field(document, 'revision')} "
+            f"{_when(document.get('updated_at') or document.get('created_at'))} "
+            f"[{_field(document, 'author')}] sha256:{sha256}")
+
+
+def work_line(work: dict[str, Any]) -> str:
+    return (f"{_field(work, 'work_id')} {_when(work.get('created_at'))} {_field(work, 'mode')} "
+            f"[{_field(work, 'author')}] {_field(work, 'summary')}")
+
+
+def work_detail_line(work: dict[str, Any]) -> str:
+    """One work item as GET .../work/{id} answers it: META and the governance document."""
+    meta, governance = (part if isinstance(part := work.get(name), dict) else {}
+                        for name in ("meta", "governance"))
+    decision = governance.get("decision")
+    mode = _field(decision, "mode") if isinstance(decision, dict) else "-"
+    return (f"{_field(work, 'work_id')} {_when(meta.get('createdAt'))} {mode} "
+            f"{_field(governance, 'lifecycle')} {_field(meta, 'summary')}")
+
+
+HASH_FIELDS = ("prev_hash", "hash")
+
+
+@dataclass
+class Output:
+    """How answers are printed: ``json`` (one compact line, the API's answer) or ``text``."""
+
+    format: str
+    hashes: bool
+
+    def lean(self, record: dict[str, Any]) -> dict[str, Any]:
+        """An entry or candidate without its chain links, unless --hashes asked for them."""
+        if self.hashes:
+            return record
+        return {name: value for name, value in record.items() if name not in HASH_FIELDS}
+
+    def record(self, record: Any, line: Callable[[dict[str, Any]], str], *,
+               lean: bool = False) -> None:
+        record = _record(record)
+        if self.format == "json":
+            self._write(compact_json(self.lean(record) if lean else record))
+        else:
+            self._write(line(record))
+
+    def page(self, page: dict[str, Any], line: Callable[[dict[str, Any]], str], *,
+             lean: bool = False) -> None:
+        items = [_record(item) for item in _items(page)]
+        if self.format == "json":
+            shown = [self.lean(item) for item in items] if lean else items
+            self._write(compact_json({**page, "items": shown}))
+        else:
+            for item in items:
+                self._write(line(item))
+
+    def text(self, text: str) -> None:
+        """Raw text (a document, the bundle, STANDARDS.md), ending with a newline."""
+        text = terminal_safe(text, keep_line_breaks=True)
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+    @staticmethod
+    def _write(line: str) -> None:
+        sys.stdout.write(line + "\n")
+
+
+def _items(page: Any) -> list[Any]:
+    items = page.get("items") if isinstance(page, dict) else None
+    if not isinstance(items, list):
+        raise ApiError(200, "bad_response", "the listing has no items array")
+    return items
+
+
+def _record(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ApiError(200, "bad_response", "the answer is not a JSON object")
+    return value
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     """The options of every command, accepted before or after the command's name.
 
     The top-level parser carries the real defaults (from the environment); the
@@ -117,16 +301,22 @@ def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> N
     def default(value: Any) -> Any:
         return value if defaults else argparse.SUPPRESS
 
-    parser.add_argument("--url", default=default(os.environ.get("GEDWEB_URL") or DEFAULT_URL),
-                        help=f"server base URL (env GEDWEB_URL, default {DEFAULT_URL})")
-    parser.add_argument("--token", default=default(os.environ.get("GEDWEB_TOKEN")),
-                        help="project or admin token (env GEDWEB_TOKEN)")
-    parser.add_argument("--memory-token",
-                        default=default(os.environ.get("GEDWEB_MEMORY_TOKEN")),
+    parser.add_argument("--url", "--endpoint", dest="url",
+                        default=default(os.environ.get("GEDWEB_URL") or DEFAULT_URL),
+                        help=f"server base URL (env GEDWEB_URL, default {DEFAULT_URL}); "
+                             "--endpoint is Ferryman's name for it")
+    parser.add_argument("--token", default=default(_first_set(TOKEN_VARIABLES)),
+                        help="project or admin token (env GEDWEB_TOKEN, else FERRYMAN_TOKEN)")
+    parser.add_argument("--memory-token", default=default(_first_set(MEMORY_TOKEN_VARIABLES)),
                         help="memory write token, sent as X-Memory-Token "
-                             "(env GEDWEB_MEMORY_TOKEN)")
+                             "(env GEDWEB_MEMORY_TOKEN, else FERRYMAN_MEMORY_TOKEN)")
     parser.add_argument("--timeout", type=_timeout, default=default(30.0),
                         help="seconds per HTTP attempt, more than 0 (default 30)")
+    parser.add_argument("--format", choices=("json", "text"), default=default("json"),
+                        help="json (default): the API's answer as one compact line; "
+                             "text: one readable line per item, documents as their text")
+    parser.add_argument("--hashes", action="store_true", default=default(False),
+                        help="json: keep the entries' prev_hash and hash (left out by default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,9 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
                "3 network failure after retries.",
     )
     parser.add_argument("--version", action="version", version=f"gedweb {cli_version()}")
-    _connection_options(parser, defaults=True)
+    _global_options(parser, defaults=True)
     shared = Parser(add_help=False)
-    _connection_options(shared, defaults=False)
+    _global_options(shared, defaults=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=Parser)
 
@@ -147,16 +337,24 @@ def build_parser() -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = group.add_parser(name, help=help_text,
                                                         description=help_text,
                                                         parents=[shared])
+        project_option(sub)
         return sub
 
     def project_option(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--project", required=True, help="the project's id")
 
-    memory = commands.add_parser("memory", help="project memory", description="project memory")
-    memory_commands = memory.add_subparsers(dest="memory_command", required=True,
-                                            metavar="SUBCOMMAND", parser_class=Parser)
-    add = command(memory_commands, "add", "append an entry; prints it as JSON")
-    project_option(add)
+    def group(name: str, help_text: str) -> Any:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        return sub.add_subparsers(dest=f"{name}_command", required=True, metavar="SUBCOMMAND",
+                                  parser_class=Parser)
+
+    def limit_option(sub: argparse.ArgumentParser, what: str) -> None:
+        sub.add_argument("--limit", type=_page_limit,
+                         help=f"{what} to print, 0 or more (the server gives at most 500, "
+                              "default 100); with --all the page size")
+
+    memory = group("memory", "project memory")
+    add = command(memory, "add", "append an entry; prints it")
     add.add_argument("--category", required=True,
                      help="what kind of entry: lower-case letters, digits, - and _ "
                           "(e.g. decision, note, fact)")
@@ -166,23 +364,70 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--idempotency-key",
                      help="sent as Idempotency-Key (default: a fresh key per invocation)")
 
-    listing = command(memory_commands, "list", 'print entries as {"items": [...]}')
-    project_option(listing)
-    listing.add_argument("--limit", type=_positive,
-                         help="entries to print (with --all: page size; default 100)")
+    listing = command(memory, "list", 'print entries ({"items": [...], "next_cursor": ...})')
+    limit_option(listing, "entries")
+    listing.add_argument("--order", choices=("asc", "desc"), default="asc",
+                         help="asc: oldest first (default); desc: newest first")
     listing.add_argument("--category", help="only entries of this category")
-    listing.add_argument("--all", action="store_true", help="follow next_cursor to the end")
+    listing.add_argument("--source", help="only entries from this source")
+    listing.add_argument("--since", help="only entries written at or after this ISO 8601 time")
+    listing.add_argument("--current", action="store_true",
+                         help="leave out entries that a later entry corrects (view=current)")
+    listing.add_argument("--all", action="store_true",
+                         help="follow next_cursor to the end, in the chosen order")
 
-    verify = command(memory_commands, "verify",
-                     "download the whole record and re-check every link locally")
-    project_option(verify)
+    search = command(memory, "search", "full-text search, newest first: every word must occur")
+    search.add_argument("query", metavar="QUERY", help="the words to find (case-insensitive)")
+    limit_option(search, "matches")
+    search.add_argument("--category", help="only entries of this category")
+    search.add_argument("--since", help="only entries written at or after this ISO 8601 time")
+
+    get = command(memory, "get", "print one entry with the entries that correct it")
+    get.add_argument("ref", metavar="REF", help="the entry's uuid or seq")
+
+    command(memory, "verify", "download the whole record and re-check every link locally")
+
+    candidates = group("candidates", "proposed entries waiting for review")
+    propose = command(candidates, "propose", "propose an entry for review (any project token)")
+    propose.add_argument("--category", required=True,
+                         help="what kind of entry: lower-case letters, digits, - and _")
+    propose.add_argument("--content", required=True, help="the proposed entry's text")
+    propose.add_argument("--source", help="where it comes from (default: operator)")
+    propose.add_argument("--idempotency-key",
+                         help="sent as Idempotency-Key (default: a fresh key per invocation)")
+    candidate_list = command(candidates, "list", "print candidates, oldest first")
+    candidate_list.add_argument("--status", choices=("pending", "approved", "rejected"),
+                                help="only candidates in this state (default: all)")
+    limit_option(candidate_list, "candidates")
+    candidate_list.add_argument("--all", action="store_true",
+                                help="follow next_cursor to the end")
+    for decision, help_text in (("approve", "approve a pending candidate; prints the new entry "
+                                            "(needs memory write rights; never retried)"),
+                                ("reject", "reject a pending candidate; prints it "
+                                           "(never retried)")):
+        decide = command(candidates, decision, help_text)
+        decide.add_argument("candidate_id", metavar="ID", help="the candidate's id (a uuid)")
+
+    documents = group("documents", "durable documents (PROJECT.md, CONTEXT.md, ADRs, ...)")
+    document_list = command(documents, "list", "print the current revision of every document")
+    document_list.add_argument("--prefix", help="only paths starting with this (e.g. adr/)")
+    document_get = command(documents, "get", "print a document (text: its content)")
+    document_get.add_argument("path", metavar="PATH",
+                              help="the document's path, e.g. adr/0001-x.md")
+    document_get.add_argument("--revision", type=_positive,
+                              help="an earlier revision, 1 or more (default: the newest)")
+
+    work = group("work", "work items")
+    work_list = command(work, "list", "print work items, oldest first")
+    limit_option(work_list, "work items")
+    work_list.add_argument("--all", action="store_true", help="follow next_cursor to the end")
+    work_get = command(work, "get", "print one work item: META and its governance")
+    work_get.add_argument("work_id", metavar="WORK_ID", help="the work item's id")
 
     context = command(commands, "context", "print the framed context bundle")
-    project_option(context)
     context.add_argument("--work", help="work id for the runtime sections")
-
-    mcp = command(commands, "mcp", "run a Model Context Protocol server over stdio")
-    project_option(mcp)
+    command(commands, "standards", "print STANDARDS.md (the accepted instructions)")
+    command(commands, "mcp", "run a Model Context Protocol server over stdio")
     return parser
 
 
@@ -205,34 +450,116 @@ def local_verify(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return verify_chain(checked).as_dict()
 
 
-def run(args: argparse.Namespace, client: Client) -> int:
+# A whole listing is read in pages of at most this (the server's maximum).
+MAX_PAGE = 500
+
+
+def _page_size(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.limit == 0:
+        parser.error("--limit 0 with --all: a page size must be at least 1")
+    return min(args.limit or MAX_PAGE, MAX_PAGE)
+
+
+def run(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParser) -> int:
+    out = Output(args.format, args.hashes)
+    project = args.project
     if args.command == "context":
-        text = client.context(args.project, args.work)
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-        return EXIT_OK
-    if args.memory_command == "add":
-        entry = client.memory_add(args.project, args.category, args.content, args.source,
-                                  _corrects(args.corrects), args.idempotency_key)
-        _print_json(entry)
-        return EXIT_OK
-    if args.memory_command == "list":
-        if args.all:
-            items = client.memory_all(args.project, page_size=min(args.limit or 500, 500),
-                                      category=args.category)
+        out.text(client.context(project, args.work))
+    elif args.command == "standards":
+        out.text(client.standards(project))
+    elif args.command == "memory":
+        return _memory(args, client, parser, out)
+    elif args.command == "candidates":
+        _candidates(args, client, parser, out)
+    elif args.command == "documents":
+        if args.documents_command == "list":
+            out.page(client.documents(project, args.prefix), document_line)
         else:
-            items = client.memory_page(args.project, limit=args.limit,
-                                       category=args.category).get("items", [])
-        _print_json({"items": items})
-        return EXIT_OK
-    if args.memory_command == "verify":
-        report = local_verify(client.memory_all(args.project))
-        _print_json(report)
+            document = _record(client.document(project, args.path, args.revision))
+            if out.format == "text":
+                out.text(str(document.get("content", "")))
+            else:
+                out.record(document, document_line)
+    elif args.command == "work":
+        if args.work_command == "list":
+            if args.all:
+                items = client.all_items(client.project_path(project, "work"),
+                                         page_size=_page_size(args, parser), cursor_type=str)
+                out.page({"items": items, "next_cursor": None}, work_line)
+            else:
+                out.page(client.work_page(project, limit=args.limit), work_line)
+        else:
+            out.record(client.work_get(project, args.work_id), work_detail_line)
+    else:  # pragma: no cover - argparse allows no other command
+        raise AssertionError(f"unhandled command {args.command}")
+    return EXIT_OK
+
+
+def _memory(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParser,
+            out: Output) -> int:
+    project, action = args.project, args.memory_command
+    if action == "add":
+        out.record(client.memory_add(project, args.category, args.content, args.source,
+                                     _corrects(args.corrects), args.idempotency_key),
+                   entry_line, lean=True)
+    elif action == "list":
+        filters = {"category": args.category, "source": args.source, "since": args.since,
+                   "view": "current" if args.current else None}
+        if args.all:
+            items = client.memory_all(project, page_size=_page_size(args, parser),
+                                      order=args.order, **filters)
+            out.page({"items": items, "next_cursor": None}, entry_line, lean=True)
+        else:
+            out.page(client.memory_page(project, limit=args.limit, order=args.order, **filters),
+                     entry_line, lean=True)
+    elif action == "search":
+        out.page(client.memory_page(project, q=args.query, order="desc", limit=args.limit,
+                                    category=args.category, since=args.since),
+                 entry_line, lean=True)
+    elif action == "get":
+        out.record(client.memory_get(project, args.ref), entry_line, lean=True)
+    elif action == "verify":
+        # Every link is checked, so the download keeps the hashes whatever --hashes says.
+        report = local_verify(client.memory_all(project))
+        if out.format == "json":
+            out.record(report, str)
+        elif report["ok"]:
+            sys.stdout.write(f"ok: {report['entries']} entries, head {report['head']}\n")
+        else:
+            sys.stdout.write(f"broken at seq {report['first_bad_seq']} "
+                             f"({report['entries']} entries)\n")
         if not report["ok"]:
-            print(f"gedweb: memory chain of {args.project!r} is broken at seq "
-                  f"{report['first_bad_seq']}", file=sys.stderr)
+            _complain(f"memory chain of {project!r} is broken at seq {report['first_bad_seq']}")
             return EXIT_REFUSED
-        return EXIT_OK
-    raise AssertionError(f"unhandled command {args.command}")  # pragma: no cover
+    return EXIT_OK
+
+
+def _candidates(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParser,
+                out: Output) -> None:
+    project, action = args.project, args.candidates_command
+    if action == "propose":
+        out.record(client.candidate_propose(project, args.category, args.content, args.source,
+                                            args.idempotency_key), candidate_line, lean=True)
+    elif action == "list":
+        if args.all:
+            items = client.all_items(client.project_path(project, "memory", "candidates"),
+                                     page_size=_page_size(args, parser), status=args.status)
+            out.page({"items": items, "next_cursor": None}, candidate_line, lean=True)
+        else:
+            out.page(client.candidates_page(project, status=args.status, limit=args.limit),
+                     candidate_line, lean=True)
+    elif action == "approve":  # the answer is the new entry
+        out.record(client.candidate_decide(project, args.candidate_id, "approve"),
+                   entry_line, lean=True)
+    else:
+        out.record(client.candidate_decide(project, args.candidate_id, "reject"),
+                   candidate_line, lean=True)
+
+
+def _complain(message: str) -> None:
+    """One line on stderr, with no secret and no control character in it."""
+    line = terminal_safe(redact(message, Parser.secrets), keep_line_breaks=False)
+    print(f"gedweb: {line}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,18 +576,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(client, args.project)
     try:
-        return run(args, client)
+        return run(args, client, parser)
     except ApiError as exc:
-        print(f"gedweb: {exc.one_line()}", file=sys.stderr)
+        _complain(exc.one_line())
         return EXIT_REFUSED
     except NetworkError as exc:
-        print(f"gedweb: {exc}", file=sys.stderr)
+        _complain(str(exc))
         return EXIT_NETWORK
     except (ValueError, UnicodeDecodeError):
-        print("gedweb: the server's answer is not the JSON the API promises", file=sys.stderr)
+        _complain("the server's answer is not the JSON the API promises")
         return EXIT_REFUSED
     except KeyboardInterrupt:
-        print("gedweb: interrupted", file=sys.stderr)
+        _complain("interrupted")
         return 130
     except BrokenPipeError:
         return EXIT_OK
