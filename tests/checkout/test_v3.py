@@ -374,7 +374,8 @@ def test_scenario_72_without_version_nothing_is_needed_or_written(tmp_path):
     assert v3.migration_status(tmp_path) == "not-needed"
     assert v3.migrate_v3(tmp_path).status == "not-needed"
     assert v3.plan_v3(tmp_path) == [
-        "durable-memory-v3: not needed (no .ged/VERSION); nothing to do"]
+        "durable-memory-v3: not needed (no .ged/VERSION); nothing to do",
+        f"  {v3.missing_version_hint(tmp_path, str(tmp_path))}"]
     assert snapshot(tmp_path) == before
 
 
