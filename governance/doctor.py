@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.apps import apps
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
 from gedweb import append_only
@@ -286,6 +287,32 @@ PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
 # --- the server and a checkout ------------------------------------------------------------
 
 
+def _gedweb_tables() -> list[str]:
+    """The tables GedWeb's own models live in, memory's first (memory_project leads)."""
+    return [model._meta.db_table for label in ("memory", "governance")
+            for model in apps.get_app_config(label).get_models() if model._meta.managed]
+
+
+def check_schema() -> Outcome:
+    """GedWeb's tables exist. Without them no other database check can run, so the
+    command reports this one line instead of failing on the first query."""
+    try:
+        existing = set(connection.introspection.table_names())
+    except DatabaseError as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return Outcome("migrations", [f"cannot read the database's tables: {text}"])
+    tables = _gedweb_tables()
+    missing = [table for table in tables if table not in existing]
+    if not missing:
+        return Outcome("migrations", summary=f"{_plural(len(tables), 'table')} present")
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return Outcome("migrations", [
+        f"the database is not migrated ({_plural(len(pending), 'migration')} not applied; "
+        f"{len(missing)} of GedWeb's {len(tables)} tables are missing, {missing[0]} first): "
+        "run `manage.py migrate`, then doctor again; no other check could run"])
+
+
 def check_migrations() -> Outcome:
     executor = MigrationExecutor(connection)
     pending = [migration for migration, _ in executor.migration_plan(
@@ -458,5 +485,18 @@ def diagnose(projects: list[Project], checkout: Path | None = None) -> list[Repo
             name = check.__name__.removeprefix("check_").replace("_", "-")
             reports.append(Report(project.pk, _guarded(name, check, project)))
     if checkout is not None:
-        reports.append(Report(str(checkout), _guarded("checkout", check_checkout, checkout)))
+        reports.append(checkout_report(checkout))
+    return reports
+
+
+def checkout_report(checkout: Path) -> Report:
+    """The checkout's check alone: it needs no database."""
+    return Report(str(checkout), _guarded("checkout", check_checkout, checkout))
+
+
+def diagnose_unmigrated(schema: Outcome, checkout: Path | None = None) -> list[Report]:
+    """What doctor reports on a database without GedWeb's tables: that, and the checkout."""
+    reports = [Report("database", schema)]
+    if checkout is not None:
+        reports.append(checkout_report(checkout))
     return reports

@@ -30,6 +30,16 @@ from governance.standards import gedpi_import_state, standards_markdown
 from memory.models import DocumentRevision, Project
 
 VERSION_BYTES = b"3\n"
+# GedPi's initialisation writes .ged/.gitignore with exactly these bytes (its
+# GITIGNORE template, gedpi-behaviour.md Appendix A), and only when it is
+# missing; it never recreates it in a tree already at VERSION 3.
+GITIGNORE_PATH = ".ged/.gitignore"
+GITIGNORE_BYTES = (
+    b"# Ephemeral session state\nruntime/\n\n# Local repo-map cache artifacts\nREPO-MAP.md\n"
+    b"REPO-MAP.json\n"
+)
+# Written only where absent, as GedPi does: a checkout's own ignore rules are its own.
+CREATE_ONLY = frozenset({GITIGNORE_PATH})
 
 
 def gedpi_json(value: Any) -> bytes:
@@ -69,7 +79,7 @@ def work_files(work: WorkItem) -> dict[str, bytes]:
 
 def render_tree(project: Project) -> dict[str, bytes]:
     """Every supported file of the project's checkout layout, as bytes."""
-    files: dict[str, bytes] = {".ged/VERSION": VERSION_BYTES}
+    files: dict[str, bytes] = {".ged/VERSION": VERSION_BYTES, GITIGNORE_PATH: GITIGNORE_BYTES}
     for row in DocumentRevision.objects.for_project(project).current():
         files[document_file(row.path)] = row.content.encode("utf-8")
     # GedPi writes IMPORT-STATE.json on every initialisation, even when empty.
@@ -93,9 +103,12 @@ class ExportResult:
     root: str
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    # CREATE_ONLY files PATH already had with other bytes: left as they are.
+    kept: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"root": self.root, "written": self.written, "unchanged": self.unchanged}
+        return {"root": self.root, "written": self.written, "unchanged": self.unchanged,
+                "kept": self.kept}
 
 
 def checked_root(root: Path, *, create: bool) -> Path:
@@ -120,7 +133,8 @@ def export_tree(*, project: Project, root: Path) -> ExportResult:
 
     Every target path is checked before anything is written, so a symlink or
     a directory in the way refuses the export with nothing written. Files
-    whose bytes are already right are left alone.
+    whose bytes are already right are left alone, and so is a CREATE_ONLY file
+    PATH already has (``kept``).
     """
     files = render_tree(project)
     base = checked_root(root, create=True)
@@ -130,6 +144,9 @@ def export_tree(*, project: Project, root: Path) -> ExportResult:
         for rel, data in files.items():
             if current[rel] == data:
                 result.unchanged.append(rel)
+                continue
+            if rel in CREATE_ONLY and current[rel] is not None:
+                result.kept.append(rel)
                 continue
             safefs.atomic_write(base, rel, data)
             result.written.append(rel)

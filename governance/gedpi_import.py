@@ -105,7 +105,10 @@ def _check_migrated(root: Path) -> None:
             f"`manage.py ged_migrate_v3 {root}` first"
         )
     if version is None and status != "complete":
-        raise CheckoutRefused(f"{root} is not a GedPi checkout: .ged/VERSION is missing")
+        from gedweb.checkout.v3 import missing_version_hint
+
+        raise CheckoutRefused(f"{root} is not a GedPi checkout: .ged/VERSION is missing; "
+                              f"{missing_version_hint(root, str(root))}")
     number = re.match(r"\s*([+-]?[0-9]+)", version.decode("utf-8", "replace")) if version else None
     if number is not None and int(number.group(1)) > 3:
         # A number was read, so VERSION exists.
@@ -173,6 +176,7 @@ class _Reader:
         self._read: dict[str, bytes | None] = {}
         self._bytes = 0
         self._entries = 0
+        self._counted: set[tuple[str, bool]] = set()
 
     def data(self, rel: str) -> bytes | None:
         if rel not in self._read:
@@ -193,8 +197,12 @@ class _Reader:
         """Count rel_dir's entries (all levels if recursive) against MAX_ENTRIES.
 
         Run before a walk, which would otherwise list a huge directory whole. Links
-        are not followed; the walk that follows refuses them.
+        are not followed; the walk that follows refuses them. A directory counted
+        once (the migration gate's, then the listing of what is left) counts once.
         """
+        if (rel_dir, recursive) in self._counted:
+            return
+        self._counted.add((rel_dir, recursive))
         try:
             stack = [safefs.check(self.root, rel_dir)]
         except safefs.UnsafePath as exc:
@@ -238,11 +246,13 @@ class _Reader:
         from gedweb.lib.gedpi_placeholders import PLACEHOLDERS
 
         for rel in (v3.STATE_PATH, ".ged/VERSION", v3.JOURNAL_PATH,
-                    v3.GLOSSARY_PATH, v3.DECISIONS_PATH,
+                    v3.GLOSSARY_PATH, v3.DECISIONS_PATH, v3.CONTEXT_PATH,
                     *(source for source, _ in PLACEHOLDERS)):
             self.check_size(rel)
         for directory in v3.LEGACY_DIRS:
             self.count_entries(f".ged/{directory}", recursive=True)
+        # A pointer's destination: is there an ADR for a `# Decisions moved` pointer?
+        self.count_entries("docs/adr", recursive=False)
 
     def text(self, rel: str) -> str | None:
         data = self.data(rel)
@@ -277,6 +287,21 @@ class _Reader:
         self.count_entries(rel_dir, recursive=recursive)
         try:
             return list(safefs.walk_files(self.root, rel_dir, recursive=recursive))
+        except safefs.UnsafePath as exc:
+            raise CheckoutRefused(str(exc)) from None
+        except OSError as exc:
+            raise CheckoutRefused(f"{rel_dir}: {exc.strerror or exc}") from None
+
+    def listing(self, rel_dir: str, *, recursive: bool = True) -> list[str]:
+        """The regular files under rel_dir, named only (never read); links are skipped.
+
+        For the legacy folders ged_import leaves: GedPi's walk skips links there
+        too, and nothing is read through them.
+        """
+        self.count_entries(rel_dir, recursive=recursive)
+        try:
+            return list(safefs.walk_files(self.root, rel_dir, recursive=recursive,
+                                          skip_symlinks=True))
         except safefs.UnsafePath as exc:
             raise CheckoutRefused(str(exc)) from None
         except OSError as exc:
@@ -562,7 +587,7 @@ def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
         checkout.skip(work_dir, "no META.json")
         return
     if document is None:
-        checkout.skip(work_dir, "no governance.json (bootstrap work is not imported)")
+        checkout.skip(work_dir, _no_governance_reason(reader, work_id))
         return
     checkout.supported[meta_rel] = reader.data(meta_rel) or b""
     checkout.supported[gov_rel] = reader.data(gov_rel) or b""
@@ -627,6 +652,24 @@ def _read_work_item(reader: _Reader, checkout: Checkout, work_id: str) -> None:
     checkout.work.append(entry)
 
 
+def _no_governance_reason(reader: _Reader, work_id: str) -> str:
+    """Why a work item with META.json but no governance.json is not imported, truthfully."""
+    gov_rel = f".ged/runtime/{work_id}/governance.json"
+    try:
+        runtime_present = safefs.is_dir(reader.root, ".ged/runtime")
+    except safefs.UnsafePath as exc:
+        raise CheckoutRefused(str(exc)) from None
+    if not runtime_present:
+        # GedPi's .ged/.gitignore ignores runtime/: every clone of a repository
+        # has META.json and the work files, never the governance state.
+        return (f"no {gov_rel}: there is no .ged/runtime/ folder, which GedPi's "
+                ".ged/.gitignore keeps out of Git, so a clone never has it; import the "
+                "working checkout where GedPi ran (or copy its .ged/runtime/ here) to bring "
+                "this work item and its governance")
+    return (f"no {gov_rel}: GedPi writes it when work is opened on the item (its bootstrap "
+            "work item has none), so there is no governance state to import")
+
+
 def _read_work(reader: _Reader, checkout: Checkout) -> None:
     work_ids = reader.subdirs(".ged/work")
     for name in work_ids:
@@ -640,6 +683,102 @@ def _read_work(reader: _Reader, checkout: Checkout) -> None:
         ) is not None:
             raise _refuse(f".ged/runtime/{name}/governance.json",
                           "has no .ged/work META.json (GedPi checks META first)")
+
+
+# --- legacy files ged_import leaves ----------------------------------------------------------
+
+# GedWeb's own files under .ged/runtime/, and the v3 layout's: not legacy.
+_RUNTIME_CURRENT = {"active-work", "migrations", "checkout-writer-lease", "checkout-writer-guard"}
+_LEGACY_BRAIN = ".pi/agents/ged-brain.md"
+
+
+def _retained_reasons(root: Path) -> dict[str, str]:
+    """sourcePath -> the reason the completion record gives for keeping it in place."""
+    from gedweb.checkout.v3 import MigrationError, read_completion
+
+    try:
+        record = read_completion(root)
+    except (MigrationError, safefs.UnsafePath, OSError, ValueError):
+        return {}  # unreachable after the migration gate, which refuses such a record
+    entries = record["entries"] if record is not None else []
+    return {entry["sourcePath"]: entry["reason"] for entry in entries
+            if entry.get("action") == "retained-substantive"}
+
+
+def _list_pointers(reader: _Reader, checkout: Checkout) -> None:
+    from gedweb.checkout import v3
+    from gedweb.checkout.v3.journal import journal_evidence
+
+    journal = journal_evidence(reader.root)
+    for rel, home in ((v3.GLOSSARY_PATH, "CONTEXT.md"), (v3.DECISIONS_PATH, "docs/adr/")):
+        data = reader.data(rel)
+        if data is None:
+            continue
+        try:
+            kind = v3.pointer_kind(reader.root, rel, data, journal)
+        except safefs.UnsafePath as exc:
+            raise CheckoutRefused(str(exc)) from None
+        if kind is not None:
+            checkout.skip(rel, f"a compatibility pointer, not imported: GedPi never reads it as "
+                               f"memory, and {home} holds the content")
+        else:
+            # Only a complete migration lets a non-pointer through the gate.
+            checkout.skip(rel, f"not a pointer, and not imported: the v3 migration is already "
+                               f"complete, so GedPi never moves this file; move what it holds "
+                               f"into {home} by hand to keep it")
+
+
+def _legacy_reason(rel: str, default: str, retained: dict[str, str],
+                   placeholders: dict[str, str], data: bytes | None) -> str:
+    if data is not None and placeholders.get(rel) == data.decode("utf-8", "replace"):
+        return "an unchanged GedPi template, not imported: it holds nothing"
+    why = retained.get(rel, default)
+    return (f"legacy GedPi memory, not imported: the v3 migration keeps it in place ({why}) "
+            "and GedPi v3 never reads it; move what is still true into PROJECT.md, "
+            "CONTEXT.md, an ADR or a skill")
+
+
+def _list_legacy(reader: _Reader, checkout: Checkout) -> None:
+    """Name every legacy GedPi file the import leaves in the checkout, with why.
+
+    None of them is read as memory by GedPi v3 or imported by GedWeb; listing
+    them tells the operator what still needs a human (docs/interop.md).
+    Files are named, not read, except those GedPi's placeholder check reads.
+    """
+    from gedweb.checkout import v3
+    from gedweb.lib.gedpi_placeholders import PLACEHOLDERS
+
+    placeholders = dict(PLACEHOLDERS)
+    retained = _retained_reasons(reader.root)
+    _list_pointers(reader, checkout)
+    for rel in (*v3.AMBIGUOUS_LEGACY_PATHS, _LEGACY_BRAIN):
+        default = (v3.REASONS_KEPT_CANONICAL[rel] if rel == _LEGACY_BRAIN
+                   else v3.REASON_AMBIGUOUS)
+        try:
+            present = safefs.is_file(reader.root, rel)
+        except safefs.UnsafePath as exc:
+            raise CheckoutRefused(str(exc)) from None
+        if present:
+            checkout.skip(rel, _legacy_reason(rel, default, retained, placeholders,
+                                              reader.data(rel) if rel in placeholders else None))
+    for directory in v3.LEGACY_DIRS:
+        folder = f".ged/{directory}"
+        for rel in reader.listing(folder):
+            if directory == "tasks":
+                nested = rel.count("/") > 2
+                default = v3.REASON_TASK_SUBDIR if nested else v3.REASON_NO_OWNER
+            else:
+                default = v3.REASON_SKILLS if directory == "project-skills" else v3.REASON_GLOBAL
+            data = reader.data(rel) if rel in placeholders else None
+            checkout.skip(rel, _legacy_reason(rel, default, retained, placeholders, data))
+    legacy_runtime = reader.listing(".ged/runtime", recursive=False)
+    for name in reader.subdirs(".ged/runtime"):
+        if name not in _RUNTIME_CURRENT and not is_work_id(name):
+            legacy_runtime.extend(reader.listing(f".ged/runtime/{name}"))
+    for rel in legacy_runtime:
+        checkout.skip(rel, "legacy branch-scoped runtime state, not imported: GedPi v3 never "
+                           "reads it; ged_migrate_v3's legacy checkpoint step is what brings a "
+                           "checkpoints.json in, as paused work that needs a human decision")
 
 
 def read_checkout(root: Path) -> Checkout:
@@ -658,6 +797,7 @@ def read_checkout(root: Path) -> Checkout:
     _read_standards(reader, checkout)
     _read_skills(reader, checkout)
     _read_work(reader, checkout)
+    _list_legacy(reader, checkout)
     return checkout
 
 

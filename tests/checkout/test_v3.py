@@ -374,7 +374,8 @@ def test_scenario_72_without_version_nothing_is_needed_or_written(tmp_path):
     assert v3.migration_status(tmp_path) == "not-needed"
     assert v3.migrate_v3(tmp_path).status == "not-needed"
     assert v3.plan_v3(tmp_path) == [
-        "durable-memory-v3: not needed (no .ged/VERSION); nothing to do"]
+        "durable-memory-v3: not needed (no .ged/VERSION); nothing to do",
+        f"  {v3.missing_version_hint(tmp_path, str(tmp_path))}"]
     assert snapshot(tmp_path) == before
 
 
@@ -517,10 +518,12 @@ def test_the_completion_record_is_create_only(tmp_path, monkeypatch):
     assert (tmp_path / ".ged/MEMORY-MIGRATION.json").read_text() == record
 
 
-# --- pointer trust (GedWeb fix for G-9) -----------------------------------------------------
+# --- pointer trust (GedPi's prefix rule; stricter where it would lose bytes) ----------------
+# More on real trees in test_v3_real_trees.py.
 
 
-def test_a_user_glossary_starting_with_the_pointer_heading_is_still_migrated(tmp_path):
+def test_a_glossary_with_the_pointer_heading_and_no_context_md_is_migrated(tmp_path):
+    """Nothing else holds these terms: the prefix rule would leave them where no one reads."""
     glossary = "# Glossary moved\n\nWe moved offices; terms:\n\n- Ferry: a batch.\n"
     write_tree(tmp_path, {".ged/VERSION": "3\n", ".ged/GLOSSARY.md": glossary})
     assert v3.migration_status(tmp_path) == "needed"  # GedPi says not-needed here
@@ -528,7 +531,14 @@ def test_a_user_glossary_starting_with_the_pointer_heading_is_still_migrated(tmp
     assert (tmp_path / "CONTEXT.md").read_text() == expected_context(glossary)
 
 
-def test_an_exact_pointer_without_evidence_is_not_trusted(tmp_path):
+def test_the_same_glossary_beside_a_context_md_is_a_pointer_as_in_gedpi(tmp_path):
+    glossary = "# Glossary moved\n\nWe moved offices; terms:\n\n- Ferry: a batch.\n"
+    write_tree(tmp_path, {".ged/VERSION": "3\n", ".ged/GLOSSARY.md": glossary,
+                          "CONTEXT.md": "# Context\n\n- Ferry: a batch.\n"})
+    assert v3.migration_status(tmp_path) == "not-needed"
+
+
+def test_an_exact_pointer_without_evidence_or_context_md_is_not_trusted(tmp_path):
     forged = v3.glossary_pointer("f" * 64)
     write_tree(tmp_path, {".ged/VERSION": "3\n", ".ged/GLOSSARY.md": forged})
     assert v3.migration_status(tmp_path) == "needed"

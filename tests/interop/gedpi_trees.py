@@ -17,7 +17,8 @@ What the tree holds (docs/interop.md lists which files round-trip):
   work item of GedPi's legacy checkpoint import;
 - things ged_import leaves alone: the v3 completion record and backups, the
   bootstrap work item (no governance), the legacy ``root`` work folder, the
-  active-work pointer, the GLOSSARY/DECISIONS pointers, ``.ged/.gitignore``.
+  active-work pointer, the GLOSSARY/DECISIONS pointers (``.ged/.gitignore``, GedPi's
+  exact bytes, is not imported; ged_export writes the same bytes where it is missing).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from gedweb.lib import governance as gov
 from gedweb.lib.fingerprint import file_set_fingerprint
 from gedweb.lib.standards import render_standards
-from tests.checkout.trees import snapshot, write_tree
+from tests.checkout.trees import GITIGNORE_TEMPLATE, snapshot, write_tree
 
 __all__ = ["migrated_checkout", "pretty", "snapshot", "write_tree"]
 
@@ -157,7 +158,7 @@ def migrated_checkout() -> dict[str, bytes]:
     decisions_marker = f"ged-memory-v3:decisions:{DECISIONS_SHA}"
     files: dict[str, str | bytes] = {
         ".ged/VERSION": "3\n",
-        ".ged/.gitignore": "runtime/\nREPO-MAP.md\nREPO-MAP.json\n",
+        ".ged/.gitignore": GITIGNORE_TEMPLATE,
         ".ged/MEMORY-MIGRATION.json": pretty({
             "schemaVersion": 1, "migrationId": "durable-memory-v3", "status": "complete",
             "completedAt": gov.format_time(at(0)), "entries": [
@@ -259,7 +260,8 @@ def migrated_checkout() -> dict[str, bytes]:
 
 # The files ged_export gives back byte for byte from this tree (docs/interop.md).
 SUPPORTED = sorted([
-    ".ged/VERSION", ".ged/PROJECT.md", "CONTEXT.md", MIGRATED_ADR, "docs/adr/0001-postgres.md",
+    ".ged/VERSION", ".ged/.gitignore", ".ged/PROJECT.md", "CONTEXT.md", MIGRATED_ADR,
+    "docs/adr/0001-postgres.md",
     "docs/adr/0002-exports-stream.md", ".ged/reports/billing-audit.md", ".ged/STANDARDS.md",
     ".ged/IMPORT-STATE.json", ".ged/SKILLS-STATE.json", ".agents/skills/release-notes/SKILL.md",
     ".agents/skills/deploy-checklist/SKILL.md", ".agents/skills/login-cache/SKILL.md",

@@ -75,6 +75,7 @@ from gedweb.checkout.v3.plan import (
     plan_actions,
     plan_v3,
 )
+from gedweb.checkout.v3.pointers import destination_holds_content, pointer_kind
 from gedweb.checkout.v3.reasons import (
     REASON_AMBIGUOUS,
     REASON_BRANCH_WORK,
@@ -87,7 +88,7 @@ from gedweb.checkout.v3.reasons import (
     REASONS_KEPT_CANONICAL,
 )
 from gedweb.checkout.v3.run import FAILPOINTS, V3Result, migrate_v3
-from gedweb.checkout.v3.status import Assessment, assess, migration_status
+from gedweb.checkout.v3.status import Assessment, assess, migration_status, missing_version_hint
 from gedweb.checkout.v3.steps import MigrationHooks, Run
 from gedweb.checkout.v3.texts import decisions_pointer, dump_json, glossary_pointer, marker
 
@@ -104,5 +105,5 @@ __all__ = [
     "read_completion", "read_journal", "read_lock_candidates", "refuse_hard_links",
     "sha256_hex", "Action", "Assessment", "KeepPointer", "MoveDecisions", "MoveGlossary",
     "MoveTask", "RemovePlaceholder", "Retain", "RetainTask", "WriteCompletion", "assess",
-    "plan_actions",
+    "plan_actions", "destination_holds_content", "missing_version_hint", "pointer_kind",
 ]

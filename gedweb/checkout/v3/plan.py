@@ -34,7 +34,7 @@ from gedweb.checkout.v3.layout import (
     backup_path,
 )
 from gedweb.checkout.v3.lock import holder_alive, read_lock_candidates
-from gedweb.checkout.v3.pointers import needs_move
+from gedweb.checkout.v3.pointers import pointer_kind, pointer_prefix
 from gedweb.checkout.v3.reasons import (
     REASON_AMBIGUOUS,
     REASON_DEST_DIFFERS,
@@ -43,7 +43,7 @@ from gedweb.checkout.v3.reasons import (
     REASON_SKILLS,
 )
 from gedweb.checkout.v3.sources import gedweb_reported, task_destination, task_owner_index
-from gedweb.checkout.v3.status import assess, placeholder_present
+from gedweb.checkout.v3.status import assess, missing_version_hint, placeholder_present
 from gedweb.checkout.v3.texts import as_text, marker
 from gedweb.lib.gedpi_placeholders import PLACEHOLDERS, template_variant
 
@@ -73,12 +73,21 @@ class RemovePlaceholder:
 
 @dataclass(frozen=True)
 class KeepPointer:
-    """B/C. The glossary or decisions file is a pointer this migration wrote: nothing to do."""
+    """B/C. The glossary or decisions file is a pointer (gedweb.checkout.v3.pointers): kept.
+
+    ``kind`` is "verified" (the pointer text a migration wrote, with evidence)
+    or "heading" (GedPi's prefix rule; its destination holds content).
+    """
 
     source_path: str
+    kind: str = "verified"
 
     def line(self) -> str:
-        return f"  keep {self.source_path}: verified migration pointer"
+        if self.kind == "verified":
+            return f"  keep {self.source_path}: verified migration pointer"
+        destination = "CONTEXT.md" if self.source_path == GLOSSARY_PATH else "docs/adr/"
+        return (f"  keep {self.source_path}: a pointer (starts with "
+                f"`{pointer_prefix(self.source_path)}`; {destination} holds the content)")
 
     def expected_entry(self) -> ExpectedEntry | None:
         return None
@@ -237,8 +246,9 @@ class _Planner:
             content = read(self.root, source_path)
             if content is None or source_path in self.removed:
                 continue
-            if not needs_move(self.root, source_path, content, self.journal):
-                self.actions.append(KeepPointer(source_path))
+            kind = pointer_kind(self.root, source_path, content, self.journal)
+            if kind is not None:
+                self.actions.append(KeepPointer(source_path, kind))
                 continue
             digest = sha256_hex(content)
             conflict = self.backup_conflict(source_path, content)
@@ -333,7 +343,8 @@ def plan_v3(root: Path) -> list[str]:
         return [f"{head} already complete ({STATE_PATH}, "
                 f"{len(assessment.completion['entries'])} entries); nothing to do"]
     if assessment.status == "not-needed" and not assessment.has_version:
-        return [f"{head} not needed (no .ged/VERSION); nothing to do"]
+        return [f"{head} not needed (no .ged/VERSION); nothing to do",
+                f"  {missing_version_hint(root, str(root))}"]
     if assessment.status == "not-needed":
         return [f"{head} not needed (VERSION {assessment.version}, no actionable legacy "
                 "memory); nothing to do"]

@@ -12,7 +12,7 @@ from gedweb.checkout.v3.journal import read_journal
 from gedweb.checkout.v3.layout import LOCKS_DIR
 from gedweb.checkout.v3.lock import DEFAULT_WAIT_SECONDS, Lock, acquire
 from gedweb.checkout.v3.plan import plan_actions
-from gedweb.checkout.v3.status import assess
+from gedweb.checkout.v3.status import assess, missing_version_hint
 from gedweb.checkout.v3.steps import MigrationHooks, Run
 from gedweb.failpoints import failpoint
 
@@ -22,6 +22,8 @@ class V3Result:
     status: str  # "not-needed" | "completed" | "already-complete"
     entries: list[dict[str, Any]] = field(default_factory=list)
     state: dict[str, Any] | None = None
+    # What to do when "not-needed" only means "no .ged/VERSION" (missing_version_hint).
+    hint: str | None = None
 
 
 def migrate_v3(root: Path, *, hooks: MigrationHooks | None = None,
@@ -33,7 +35,8 @@ def migrate_v3(root: Path, *, hooks: MigrationHooks | None = None,
         return V3Result("already-complete", assessment.completion["entries"],
                         assessment.completion)
     if assessment.status == "not-needed":
-        return V3Result("not-needed")
+        hint = None if assessment.has_version else missing_version_hint(root, str(root))
+        return V3Result("not-needed", hint=hint)
     # GedWeb: a damaged journal aborts before the lock, so the refusal touches
     # nothing (not even a dead run's lock). Read again under the lock by Run.
     read_journal(root)

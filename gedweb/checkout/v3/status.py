@@ -8,7 +8,7 @@ from typing import Any
 
 from gedweb.checkout import safefs
 from gedweb.checkout.safefs import READ
-from gedweb.checkout.v3.files import gedpi_walk, read
+from gedweb.checkout.v3.files import gedpi_walk, lstat, read
 from gedweb.checkout.v3.journal import journal_evidence, read_completion
 from gedweb.checkout.v3.layout import DECISIONS_PATH, GLOSSARY_PATH, LEGACY_DIRS
 from gedweb.checkout.v3.pointers import needs_move
@@ -65,6 +65,20 @@ def assess(root: Path) -> Assessment:
     if version is not None and version >= 3 and not has_actionable_legacy_memory(root):
         return Assessment("not-needed", has_version=True, version=version)
     return Assessment("needed", has_version=True, version=version)
+
+
+def missing_version_hint(root: Path, shown: str = "PATH") -> str:
+    """What to do with a tree that has no .ged/VERSION (GedPi migrates only versioned trees).
+
+    ``shown`` is how the checkout is named in the command to run again.
+    """
+    if lstat(root, ".ged") is None:
+        return (f"{shown} has no .ged/ folder, so it is not a GedPi checkout: give the "
+                "repository root where GedPi keeps .ged/")
+    return ("GedPi writes .ged/VERSION (`3`) the first time it starts in a checkout and "
+            "migrates legacy memory on the start after that: start GedPi in it once, or "
+            f"write `3` to .ged/VERSION yourself, then run `manage.py ged_migrate_v3 {shown}` "
+            "again")
 
 
 def migration_status(root: Path) -> str:

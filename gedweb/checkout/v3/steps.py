@@ -175,7 +175,7 @@ class Run:
             case WriteCompletion():
                 self.state = self.complete()
             case KeepPointer():
-                pass  # a pointer this migration wrote stays as it is
+                pass  # a pointer (written by a migration or by hand) stays as it is
 
     # A ---------------------------------------------------------------------------------
 

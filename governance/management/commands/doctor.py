@@ -27,15 +27,23 @@ class Command(GedWebCommand):
     def handle(self, *args: Any, project: str | None, checkout: Path | None,
                **options: Any) -> None:
         # Bad arguments exit 2, so exit 1 always means "a check failed".
+        if checkout is not None and not checkout.is_dir():
+            raise CommandError(f"--checkout {checkout} is not a directory", returncode=2)
+        schema = doctor.check_schema()
+        if not schema.ok:
+            # Not migrated yet: the project lookup itself would fail, so only the
+            # checkout (files, no database) is checked besides this one line.
+            self._report(doctor.diagnose_unmigrated(schema, checkout))
+            return
         if project is not None:
             projects = list(Project.objects.filter(pk=project))
             if not projects:
                 raise CommandError(f"no project {project!r}", returncode=2)
         else:
             projects = list(Project.objects.order_by("id"))
-        if checkout is not None and not checkout.is_dir():
-            raise CommandError(f"--checkout {checkout} is not a directory", returncode=2)
-        reports = doctor.diagnose(projects, checkout)
+        self._report(doctor.diagnose(projects, checkout))
+
+    def _report(self, reports: list[doctor.Report]) -> None:
         for report in reports:
             for line in report.lines():
                 self.stdout.write(line)

@@ -79,5 +79,7 @@ class Command(GedWebCommand):
             raise CommandError(" ".join(str(exc).split())) from None
         self.stdout.write(_checkpoint_line(result.checkpoints))
         self.stdout.write(f"durable-memory-v3: {result.v3.status}")
+        if result.v3.hint is not None:
+            self.stdout.write(f"  no .ged/VERSION: {result.v3.hint}")
         for entry in result.v3.entries:
             self.stdout.write(_entry_line(entry))
