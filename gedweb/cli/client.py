@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -34,6 +35,10 @@ TRANSIENT_STATUSES = frozenset({502, 503, 504})
 MAX_ATTEMPTS = 5
 BACKOFF_BASE = 0.25
 BACKOFF_CAP = 4.0
+# An entry's or a candidate's chain links: left out of what the CLI prints and
+# the MCP tools answer unless asked for (``--hashes``, ``hashes: true``),
+# since an agent pays for every byte of them in its context.
+HASH_FIELDS = ("prev_hash", "hash")
 
 
 class ApiError(Exception):
@@ -85,6 +90,18 @@ def is_loopback(host: str) -> bool:
 def warn_once_on_stderr(message: str) -> None:
     sys.stderr.write(f"gedweb: warning: {message}\n")
     sys.stderr.flush()
+
+
+def client_version() -> str:
+    """The installed gedweb's version: ``gedweb --version`` and the MCP server's."""
+    try:
+        return version("gedweb")
+    except PackageNotFoundError:  # pragma: no cover - run from a tree that is not installed
+        return "unknown"
+
+
+def without_hashes(record: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in record.items() if name not in HASH_FIELDS}
 
 
 def new_idempotency_key() -> str:

@@ -15,11 +15,17 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from gedweb.cli.client import DEFAULT_URL, ApiError, Client, NetworkError
+from gedweb.cli.client import (
+    DEFAULT_URL,
+    ApiError,
+    Client,
+    NetworkError,
+    client_version,
+    without_hashes,
+)
 from gedweb.lib.chain import CHAINED_FIELDS, GENESIS_HASH, verify_chain
 
 EXIT_OK = 0
@@ -65,13 +71,6 @@ def _timeout(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be more than 0 and at most {MAX_TIMEOUT:g} seconds: {text!r}")
     return value
-
-
-def cli_version() -> str:
-    try:
-        return version("gedweb")
-    except PackageNotFoundError:  # pragma: no cover - run from a tree that is not installed
-        return "unknown"
 
 
 def _names_a_token(word: str) -> bool:
@@ -230,9 +229,6 @@ def work_detail_line(work: dict[str, Any]) -> str:
             f"{_field(governance, 'lifecycle')} {_field(meta, 'summary')}")
 
 
-HASH_FIELDS = ("prev_hash", "hash")
-
-
 @dataclass
 class Output:
     """How answers are printed: ``json`` (one compact line, the API's answer) or ``text``."""
@@ -242,9 +238,7 @@ class Output:
 
     def lean(self, record: dict[str, Any]) -> dict[str, Any]:
         """An entry or candidate without its chain links, unless --hashes asked for them."""
-        if self.hashes:
-            return record
-        return {name: value for name, value in record.items() if name not in HASH_FIELDS}
+        return record if self.hashes else without_hashes(record)
 
     def record(self, record: Any, line: Callable[[dict[str, Any]], str], *,
                lean: bool = False) -> None:
@@ -326,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 server refused or verification failed, 2 usage, "
                "3 network failure after retries.",
     )
-    parser.add_argument("--version", action="version", version=f"gedweb {cli_version()}")
+    parser.add_argument("--version", action="version", version=f"gedweb {client_version()}")
     _global_options(parser, defaults=True)
     shared = Parser(add_help=False)
     _global_options(shared, defaults=False)
@@ -463,6 +457,19 @@ def _page_size(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 def run(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParser) -> int:
     out = Output(args.format, args.hashes)
     project = args.project
+    if args.command == "mcp":
+        from gedweb.cli.mcp_server import serve
+
+        # A wrong token, URL or project is one line and a non-zero exit now,
+        # not a server that starts and then fails every call.
+        try:
+            client.project(project)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            raise ApiError(404, exc.code, f"no project {project!r} that this token can see",
+                           exc.fields) from None
+        return serve(client, project)
     if args.command == "context":
         out.text(client.context(project, args.work))
     elif args.command == "standards":
@@ -571,10 +578,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         client = Client(args.url, args.token, args.memory_token, timeout=args.timeout)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.command == "mcp":
-        from gedweb.cli.mcp_server import serve
-
-        return serve(client, args.project)
     try:
         return run(args, client, parser)
     except ApiError as exc:

@@ -81,19 +81,31 @@ def text_of(result: Any) -> str:
     return "".join(getattr(part, "text", "") for part in result.content)
 
 
-def stdio_tools(remote: Remote) -> list[Any]:
-    """What `gedweb mcp` lists, started over stdio against the same server."""
+async def described(session: ClientSession, init: Any) -> dict[str, Any]:
+    """Everything a client learns of the server before calling a tool."""
+    return {
+        "server": init.server_info.model_dump(),
+        "instructions": init.instructions,
+        "tools": [t.model_dump() for t in (await session.list_tools()).tools],
+        "resources": [r.model_dump() for r in (await session.list_resources()).resources],
+        "templates": [t.model_dump() for t in
+                      (await session.list_resource_templates()).resource_templates],
+        "prompts": [p.model_dump() for p in (await session.list_prompts()).prompts],
+    }
+
+
+def stdio_description(remote: Remote) -> dict[str, Any]:
+    """What `gedweb mcp` describes, started over stdio against the same server."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GEDWEB_")}
     env.update({"GEDWEB_URL": f"http://127.0.0.1:{remote.port}",
                 "GEDWEB_TOKEN": remote.project_token})
 
-    async def main() -> list[Any]:
+    async def main() -> dict[str, Any]:
         params = StdioServerParameters(command=str(GEDWEB), args=["mcp", "--project", PROJECT],
                                        env=env)
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=30) as session:
-                await session.initialize()
-                return list((await session.list_tools()).tools)
+                return await described(session, await session.initialize())
 
     return asyncio.run(asyncio.wait_for(main(), timeout=60))
 
@@ -111,7 +123,7 @@ def test_the_same_tools_and_a_write_through_the_memory_boundary(remote: Remote) 
 
     tools, added, listed = with_session(remote.url, headers, session)
     # One implementation behind both transports: the same names, schemas, annotations.
-    assert [t.model_dump() for t in tools.tools] == [t.model_dump() for t in stdio_tools(remote)]
+    assert [t.model_dump() for t in tools.tools] == stdio_description(remote)["tools"]
     assert not added.is_error, text_of(added)
     entries = remote.entries()
     assert [e["content"] for e in entries] == ["Remote MCP is served at /mcp."]
@@ -223,3 +235,46 @@ def test_a_host_outside_allowed_hosts_is_refused(remote: Remote) -> None:
     status, body, _ = remote.post(_tools_list(), token=remote.project_token,
                                   headers={"Host": "evil.example"})
     assert (status, body["code"]) == (400, "bad_request")
+
+
+def test_both_transports_describe_the_same_server(remote: Remote) -> None:
+    async def main() -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {remote.project_token}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(remote.url, http_client=http) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=30) as session:
+                    return await described(session, await session.initialize())
+
+    over_http = asyncio.run(asyncio.wait_for(main(), timeout=60))
+    assert over_http == stdio_description(remote)
+    assert over_http["server"]["name"] == "gedweb" and over_http["server"]["version"]
+    assert f"project {PROJECT}" in over_http["instructions"]
+    assert [p["name"] for p in over_http["prompts"]] == ["load_context"]
+    assert f"gedweb://{PROJECT}/MEMORY.md" in [r["uri"] for r in over_http["resources"]]
+
+
+def test_a_project_token_alone_proposes_over_http_and_a_retry_answers_the_first(
+        remote: Remote) -> None:
+    """The agent of issue 18: no memory write token, only its project's token."""
+    entries_before = remote.entries()
+    proposal = {"category": "decision", "content": "Proposed over HTTP.",
+                "idempotency_key": "remote-proposal-1"}
+
+    async def session(s: ClientSession) -> Any:
+        first = await s.call_tool("memory_propose", proposal)
+        again = await s.call_tool("memory_propose", proposal)
+        listed = await s.call_tool("candidates_list", {"status": "pending"})
+        bad = await s.call_tool("candidates_list", {"status": "pending", "limit": 0})
+        memory = await s.read_resource(f"gedweb://{PROJECT}/MEMORY.md")
+        return first, again, listed, bad, memory
+
+    first, again, listed, bad, memory = with_session(
+        remote.url, {"Authorization": f"Bearer {remote.project_token}"}, session)
+    assert not first.is_error, text_of(first)
+    assert json.loads(text_of(first)) == json.loads(text_of(again))
+    pending = json.loads(text_of(listed))["items"]
+    assert [c["content"] for c in pending].count("Proposed over HTTP.") == 1
+    assert all("hash" not in c for c in pending)
+    assert bad.is_error and text_of(bad) == "invalid arguments: limit must be at least 1"
+    assert memory.contents[0].text.startswith(f"# Project memory: {PROJECT}")
+    assert remote.entries() == entries_before
