@@ -231,6 +231,8 @@ class RemoteMCP:
     async def _pass_on(send: Send, refused: ApiError) -> None:
         extra: dict[str, Any] = {"fields": refused.fields} if refused.fields else {}
         headers = [(b"www-authenticate", b"Bearer")] if refused.status == 401 else []
+        if refused.retry_after is not None and refused.retry_after.isascii():
+            headers.append((b"retry-after", refused.retry_after.encode("ascii")))
         await _answer(send, refused.status,
                       _error_body(refused.status, refused.code, refused.message, **extra),
                       headers)

@@ -44,12 +44,15 @@ HASH_FIELDS = ("prev_hash", "hash")
 class ApiError(Exception):
     """The server answered with an error status and (usually) a JSON error body."""
 
-    def __init__(self, status: int, code: str, message: str, fields: Any = None) -> None:
+    def __init__(self, status: int, code: str, message: str, fields: Any = None,
+                 retry_after: str | None = None) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.fields = fields
+        # A 429's Retry-After, which the remote MCP endpoint passes on.
+        self.retry_after = retry_after
 
     def one_line(self) -> str:
         text = f"{self.status} {self.code}: {self.message}"
@@ -115,8 +118,9 @@ def _error_from(response: Response, reason: str) -> ApiError:
         body = None
     if isinstance(body, dict) and isinstance(body.get("code"), str):
         return ApiError(response.status, body["code"], str(body.get("message", "")),
-                        body.get("fields"))
-    return ApiError(response.status, "http_error", reason or "unexpected response")
+                        body.get("fields"), response.headers.get("retry-after"))
+    return ApiError(response.status, "http_error", reason or "unexpected response",
+                    retry_after=response.headers.get("retry-after"))
 
 
 @dataclass

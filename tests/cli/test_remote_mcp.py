@@ -278,3 +278,18 @@ def test_a_project_token_alone_proposes_over_http_and_a_retry_answers_the_first(
     assert bad.is_error and text_of(bad) == "invalid arguments: limit must be at least 1"
     assert memory.contents[0].text.startswith(f"# Project memory: {PROJECT}")
     assert remote.entries() == entries_before
+
+
+def test_a_token_over_its_rate_is_429_with_retry_after(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    with LiveGunicorn.running(tmp_path_factory.mktemp("remote-mcp-rate"),
+                              GEDWEB_RATE_LIMIT="3/minute") as server:
+        status, body, _ = http_request(server.port, "POST", "/v1/projects", server.admin_token,
+                                       {"id": PROJECT, "name": "Rated"})
+        assert status == 201, body
+        remote = Remote(server, body["token"])
+        answers = [remote.post(_tools_list(), token=remote.project_token) for _ in range(4)]
+    assert [status for status, _, _ in answers[:3]] == [200, 200, 200]
+    status, body, headers = answers[3]
+    assert (status, body["code"]) == (429, "rate_limited")
+    assert 1 <= int(headers["retry-after"]) <= 60
