@@ -153,3 +153,28 @@ def render_state(text: object, top_heading: object = 3) -> SafeString:
 def render_skill(text: object, top_heading: object = 3) -> SafeString:
     """GedPi's SKILL.md: its front matter as a small table, then the body."""
     return _render(text, top_heading, front_matter=True)
+
+
+# Tags and character references of sanitised HTML: a highlight never enters either.
+_MARKUP = re.compile(r"(<[^>]*>|&[#0-9A-Za-z]{1,32};)")
+MAX_HIGHLIGHTED_WORDS = 10
+
+
+@register.filter(name="highlight", is_safe=False)
+def highlight(html: object, query: object) -> object:
+    """The words of a search marked in rendered text: ``<mark>`` around each match.
+
+    Only the filters' own output (a SafeString) is touched, and only its text
+    between tags and character references, so the markup stays what nh3 left.
+    The words are literals (escaped, at most ten), matched case-insensitively,
+    one pass over the text.
+    """
+    words = sorted({word for word in str(query or "").split() if len(word) > 1},
+                   key=len, reverse=True)[:MAX_HIGHLIGHTED_WORDS]
+    if not words or not isinstance(html, SafeString):
+        return html
+    pattern = re.compile("|".join(re.escape(escape(word)) for word in words), re.IGNORECASE)
+    parts = _MARKUP.split(str(html))
+    for index in range(0, len(parts), 2):  # even parts are text, odd ones markup
+        parts[index] = pattern.sub(lambda match: f"<mark>{match.group()}</mark>", parts[index])
+    return mark_safe("".join(parts))  # nosec B308 B703  (fixed <mark> around escaped text)
