@@ -34,6 +34,8 @@ TRANSIENT_STATUSES = frozenset({502, 503, 504})
 MAX_ATTEMPTS = 5
 BACKOFF_BASE = 0.25
 BACKOFF_CAP = 4.0
+# gedweb push and pull's archive (gedweb.checkout.archive.MEDIA_TYPE).
+ARCHIVE_MEDIA_TYPE = "application/gzip"
 
 
 class ApiError(Exception):
@@ -161,12 +163,14 @@ class Client:
     def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
                 json_body: Any = None, headers: dict[str, str] | None = None,
                 retry: bool = True, retry_conflict_codes: frozenset[str] = frozenset(),
+                raw_body: tuple[bytes, str] | None = None,
                 ) -> Response:
         """One API call; raises ApiError for status >= 400, NetworkError when unreachable.
 
         With retry, network errors and 502/503/504 are retried with bounded
         exponential backoff and jitter, sending exactly the same request (so a
-        POST must carry an Idempotency-Key to be retried safely).
+        POST must carry an Idempotency-Key to be retried safely). ``raw_body`` is
+        (bytes, content type), for a body that is not JSON (gedweb push's archive).
         """
         if query:
             pairs = {k: v for k, v in query.items() if v is not None}
@@ -184,6 +188,8 @@ class Client:
         if json_body is not None:
             data = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
             all_headers["Content-Type"] = "application/json"
+        elif raw_body is not None:
+            data, all_headers["Content-Type"] = raw_body
         if method in ("POST", "PUT", "PATCH", "DELETE") and self.memory_token:
             all_headers["X-Memory-Token"] = self.memory_token
         if headers:
@@ -353,6 +359,24 @@ class Client:
         state: dict[str, Any] = self.get_json(
             self.project_path(project, "work", work_id, "governance"))
         return state
+
+    def checkout_push(self, project: str, archive: bytes, *, name: str,
+                      dry_run: bool = False) -> dict[str, Any]:
+        """Import a checkout's layout (a tar.gz) and answer ged_import's report.
+
+        Retried like a read: an import of the same tree twice writes nothing the
+        second time (docs/interop.md), so a retry after a lost answer is harmless.
+        """
+        report: dict[str, Any] = self.request(
+            "POST", self.project_path(project, "checkout"),
+            query={"dry_run": "true" if dry_run else "false", "name": name},
+            raw_body=(archive, ARCHIVE_MEDIA_TYPE)).json()
+        return report
+
+    def checkout_pull(self, project: str) -> bytes:
+        """The project's layout as ged_export writes it, a tar.gz (read as hostile input)."""
+        return self.request("GET", self.project_path(project, "checkout"),
+                            headers={"Accept": ARCHIVE_MEDIA_TYPE}).body
 
     def guard(self, project: str, work_id: str, action: str) -> dict[str, Any]:
         # The guard only reads state, so a retry is harmless.

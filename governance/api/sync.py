@@ -49,7 +49,7 @@ class PushQuerySerializer(StrictSerializer):
 
 
 class ImportReportSerializer(serializers.Serializer[Any]):
-    root = serializers.CharField()
+    root = serializers.CharField()  # type: ignore[assignment]
     created = serializers.DictField(child=serializers.IntegerField())
     unchanged = serializers.DictField(child=serializers.IntegerField())
     skipped = serializers.ListField(child=serializers.CharField())

@@ -29,9 +29,9 @@ from governance.gedpi_import import import_checkout
 from governance.models import StandardsDecision, StandardsImport
 from memory.models import DocumentRevision, MemoryEntry
 from tests.checkout.real_trees import gedpi_clone, working_checkout
+from tests.django_fixtures import stored_models
 from tests.interop import gedpi_trees as trees
 from tests.interop.gedpi_trees import migrated_checkout, write_tree
-from tests.django_fixtures import stored_models
 from tests.interop.test_ged_import import refused
 
 URL = "/v1/projects/{}/checkout"
