@@ -54,8 +54,11 @@ def call(row: m.Row, world: m.World, headers: dict[str, str], query: str | None 
     if query:
         url += ("&" if "?" in url else "?") + query
     body = world.bodies[row.body] if row.body else None
-    data = json.dumps(body) if body is not None else ""
     verb = method or ("GET" if row.method == "ANY" else row.method)
+    if isinstance(body, m.RawBody):
+        return APIClient().generic(verb, url, body.data, content_type=body.content_type,
+                                   **headers)
+    data = json.dumps(body) if body is not None else ""
     return APIClient().generic(verb, url, data, content_type="application/json", **headers)
 
 
