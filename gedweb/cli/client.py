@@ -152,18 +152,31 @@ class Client:
     # --- transport -----------------------------------------------------------
 
     def _once(self, method: str, path: str, body: bytes | None,
-              headers: dict[str, str]) -> Response:
+              headers: dict[str, str], max_bytes: int | None = None) -> Response:
         base = urlsplit(self.url)
-        raw = self._connection_pool().request(
-            method, f"{base.scheme}://{base.netloc}{self._prefix}{path}", content=body,
-            headers=headers)
-        return Response(raw.status_code, {k.lower(): v for k, v in raw.headers.items()},
-                        raw.content)
+        url = f"{base.scheme}://{base.netloc}{self._prefix}{path}"
+        if max_bytes is None:
+            raw = self._connection_pool().request(method, url, content=body, headers=headers)
+            return Response(raw.status_code, {k.lower(): v for k, v in raw.headers.items()},
+                            raw.content)
+        # A body read as it arrives and refused past max_bytes (decoded bytes, so a
+        # Content-Encoding bomb is cut off too): gedweb pull's archive.
+        with self._connection_pool().stream(method, url, content=body,
+                                            headers=headers) as streamed:
+            chunks, size = [], 0
+            for chunk in streamed.iter_bytes():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise ApiError(streamed.status_code, "bad_response",
+                                   f"the answer is larger than {max_bytes:,} bytes")
+                chunks.append(chunk)
+            return Response(streamed.status_code,
+                            {k.lower(): v for k, v in streamed.headers.items()}, b"".join(chunks))
 
     def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
                 json_body: Any = None, headers: dict[str, str] | None = None,
                 retry: bool = True, retry_conflict_codes: frozenset[str] = frozenset(),
-                raw_body: tuple[bytes, str] | None = None,
+                raw_body: tuple[bytes, str] | None = None, max_bytes: int | None = None,
                 ) -> Response:
         """One API call; raises ApiError for status >= 400, NetworkError when unreachable.
 
@@ -198,7 +211,7 @@ class Client:
         last_problem = ""
         for attempt in range(1, attempts + 1):
             try:
-                response = self._once(method, path, data, all_headers)
+                response = self._once(method, path, data, all_headers, max_bytes)
             except (OSError, httpx2.TransportError) as exc:
                 last_problem = _describe(exc)
             else:
@@ -373,10 +386,11 @@ class Client:
             raw_body=(archive, ARCHIVE_MEDIA_TYPE)).json()
         return report
 
-    def checkout_pull(self, project: str) -> bytes:
-        """The project's layout as ged_export writes it, a tar.gz (read as hostile input)."""
+    def checkout_pull(self, project: str, max_bytes: int) -> bytes:
+        """The project's layout as ged_export writes it, a tar.gz of at most ``max_bytes``
+        (read as hostile input: gedweb.checkout.archive)."""
         return self.request("GET", self.project_path(project, "checkout"),
-                            headers={"Accept": ARCHIVE_MEDIA_TYPE}).body
+                            headers={"Accept": ARCHIVE_MEDIA_TYPE}, max_bytes=max_bytes).body
 
     def guard(self, project: str, work_id: str, action: str) -> dict[str, Any]:
         # The guard only reads state, so a retry is harmless.

@@ -587,7 +587,7 @@ def _sync(args: argparse.Namespace, client: Client, out: Output) -> int:
                                           dry_run=args.dry_run)
             out.record(report, _report_lines)
         else:
-            received = client.checkout_pull(args.project)
+            received = client.checkout_pull(args.project, sync.LIMITS.archive_bytes)
             try:
                 files = archive.read_all(received, sync.LIMITS, sync.in_layout)
             except archive.ArchiveError as exc:

@@ -16,6 +16,7 @@ import os
 import tarfile
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -297,7 +298,7 @@ def _archive(*members: tuple[str, bytes, bytes]) -> bytes:
 
 
 @contextmanager
-def archive_server(payload: bytes) -> Iterator[str]:
+def archive_server(payload: bytes, **headers: str) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
@@ -305,6 +306,8 @@ def archive_server(payload: bytes) -> Iterator[str]:
         def do_GET(self) -> None:  # noqa: N802
             self.send_response(200)
             self.send_header("Content-Type", "application/gzip")
+            for name, value in headers.items():
+                self.send_header(name.replace("_", "-"), value)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
@@ -338,3 +341,24 @@ def test_a_pull_takes_nothing_from_a_hostile_archive(gedweb_server: LiveServer, 
     assert result.returncode == 1, result.stdout
     assert expected in result.stderr and result.stderr.count("\n") == 1
     assert not checkout.exists() or list(checkout.rglob("*")) == []
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+def test_a_pull_reads_no_more_than_an_archive_may_hold(gedweb_server: LiveServer,
+                                                       tmp_path: Path, encoding) -> None:
+    limit = sync.LIMITS.archive_bytes
+    if encoding is None:
+        payload, headers = b"\x1f\x8b" + b"\0" * limit, {}
+    else:  # a bomb in the HTTP layer: 64 MiB of zeros in a few dozen KiB
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+        payload = b"".join(compressor.compress(b"\0" * (1 << 20)) for _ in range(64))
+        payload += compressor.flush()
+        headers = {"Content_Encoding": "gzip"}
+    checkout = tmp_path / "checkout"
+    with archive_server(payload, **headers) as url:
+        result = run_cli("pull", "--project", "any", str(checkout),
+                         env=gedweb_server.cli_env(GEDWEB_URL=url))
+    assert result.returncode == 1
+    assert result.stderr == (f"gedweb: 200 bad_response: the answer is larger than "
+                             f"{limit:,} bytes\n")
+    assert not checkout.exists()
