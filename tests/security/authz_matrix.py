@@ -612,6 +612,15 @@ class RawBody:
     data: bytes
 
 
+def encode_body(body: Any) -> tuple[bytes | str, str]:
+    """A row's request body as sent: (data, content type); JSON unless a RawBody."""
+    import json
+
+    if isinstance(body, RawBody):
+        return body.data, body.content_type
+    return (json.dumps(body) if body is not None else ""), "application/json"
+
+
 def _checkout_archive() -> bytes:
     from gedweb.checkout.archive import pack
 

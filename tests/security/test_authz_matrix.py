@@ -10,7 +10,6 @@ database stack, no mocks.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,11 +54,8 @@ def call(row: m.Row, world: m.World, headers: dict[str, str], query: str | None 
         url += ("&" if "?" in url else "?") + query
     body = world.bodies[row.body] if row.body else None
     verb = method or ("GET" if row.method == "ANY" else row.method)
-    if isinstance(body, m.RawBody):
-        return APIClient().generic(verb, url, body.data, content_type=body.content_type,
-                                   **headers)
-    data = json.dumps(body) if body is not None else ""
-    return APIClient().generic(verb, url, data, content_type="application/json", **headers)
+    data, content_type = m.encode_body(body)
+    return APIClient().generic(verb, url, data, content_type=content_type, **headers)
 
 
 def assert_status(response: Any, status: int, row: m.Row) -> None:
