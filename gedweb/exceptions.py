@@ -32,6 +32,7 @@ from gedweb.errors import (
     IdempotencyKeyReused,
     InvalidState,
     QuotaExceeded,
+    SecretDetected,
     StaleRevision,
 )
 
@@ -53,6 +54,7 @@ STATUSES: dict[type[DomainError], int] = {
     DecisionRequired: 422,
     IdempotencyKeyReused: 422,
     InvalidState: 422,
+    SecretDetected: 422,
 }
 
 
