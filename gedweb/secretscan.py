@@ -259,11 +259,21 @@ def _regex_matches(kind: str, pattern: re.Pattern[str],
         yield match.start(index), match.group(index)
 
 
+# The passwords of documentation's example URLs (``postgres://user:password@host``):
+# words that name a password rather than being one, and runs of one character.
+PLACEHOLDER_PASSWORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token",
+                                   "example", "redacted"})
+
+
 def _placeholder(kind: str, secret: str) -> bool:
-    """detect-secrets' own filters for a value that names a secret rather than being one."""
+    """detect-secrets' own filters for a value that names a secret rather than being one.
+
+    For a URL's password only: every other format is a credential by its shape.
+    """
     if kind != BasicAuthDetector.secret_type:
         return False
-    return is_templated_secret(secret) or is_prefixed_with_dollar_sign(secret)
+    return (is_templated_secret(secret) or is_prefixed_with_dollar_sign(secret)
+            or secret.lower() in PLACEHOLDER_PASSWORDS or len(set(secret)) == 1)
 
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(

@@ -87,9 +87,9 @@ def findings_in(project: ProjectRef, fields: Mapping[str, str | None]) -> list[F
     return not_allowed(project, scanner().scan_fields(fields))
 
 
-def json_fields(before: Any, after: Any, prefix: str) -> dict[str, str]:
+def json_fields(before: Any, after: Any, prefix: str) -> dict[str, str | None]:
     """The strings a JSON document adds to ``before`` (all of them when it is None), by path."""
-    return new_json_strings(before, after, prefix)
+    return dict(new_json_strings(before, after, prefix))
 
 
 def _listed(findings: list[Finding]) -> str:
@@ -244,7 +244,7 @@ class StoredFinding:
                 "allowed": self.allowed}
 
 
-def json_texts(value: Any, prefix: str) -> dict[str, str]:
+def json_texts(value: Any, prefix: str) -> dict[str, str | None]:
     """Every string of a stored JSON value, by path (for the sources of JSON rows)."""
     return dict(json_strings(value, prefix))
 
