@@ -380,3 +380,21 @@ def test_memory_scan_reads_governance_tables_too(alpha, settings):
     assert (hit["source"], hit["name"], hit["version"], hit["kind"]) == (
         "work_file", "DIRECT.md", 2, "GedWeb memory write token")
     assert summary["not_allowed"] == 1
+
+
+def test_an_operator_allows_a_finding_in_the_admin_as_themselves(alpha, admin_user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(admin_user)
+    fingerprint = secretscan.fingerprint("AWS Access Key", AWS)
+    bad = client.post("/admin/memory/allowedsecret/add/",
+                      {"project": "alpha", "fingerprint": "AKIA", "reason": " "})
+    assert bad.status_code == 200 and AllowedSecret.objects.count() == 0
+    added = client.post("/admin/memory/allowedsecret/add/",
+                        {"project": "alpha", "fingerprint": fingerprint, "reason": "example"})
+    assert added.status_code == 302
+    (record,) = AllowedSecret.objects.all()
+    assert (record.fingerprint, record.allowed_by) == (fingerprint, f"user:{admin_user.username}")
+    services.memory_entry_create(project=alpha.project, author="cli", category="note",
+                                 content=TEXT)
