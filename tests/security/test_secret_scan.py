@@ -139,7 +139,7 @@ def test_a_hostile_megabyte_is_scanned_in_linear_time(name):
     small, large = min(timed(quarter) for _ in range(2)), min(timed(text) for _ in range(2))
     assert large < 15, f"{name}: {large:.1f} s for 1 MB"
     # Quadratic would be 16x; allow noise of a shared machine.
-    assert large < 8 * small + 0.2, f"{name}: {small:.3f} s -> {large:.3f} s"
+    assert large < 10 * small + 0.5, f"{name}: {small:.3f} s -> {large:.3f} s"
 
 
 def test_the_largest_entry_is_scanned_in_bounded_time():
