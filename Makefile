@@ -107,6 +107,7 @@ mutants-services: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python bench/secret_scan.py
 
 # What the trust ledger costs a write, in process (docs/performance.md); SQLite,
 # plus PostgreSQL with LEDGER_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".

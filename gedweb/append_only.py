@@ -96,6 +96,7 @@ TABLES = (
     ENTRIES,
     "memory_documentrevision",
     "memory_chaincheckpoint",
+    "memory_allowedsecret",
     "governance_workitem",
     "governance_governancerevision",
     "governance_evidencerecord",

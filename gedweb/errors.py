@@ -74,6 +74,16 @@ class QuotaExceeded(DomainError):
     code = "quota_exceeded"
 
 
+class SecretDetected(DomainError):
+    """A write holds a credential (memory.secret_scan): refused, nothing stored.
+
+    ``findings`` in the body name each one's field, kind, line, column and
+    fingerprint; never the secret.
+    """
+
+    code = "secret_detected"
+
+
 class ExportRefused(DomainError):
     """ged_export will not write into the target it was given."""
 

@@ -33,6 +33,7 @@ from gedweb.errors import (
     IdempotencyKeyReused,
     InvalidState,
     QuotaExceeded,
+    SecretDetected,
     StaleRevision,
 )
 
@@ -55,6 +56,7 @@ STATUSES: dict[type[DomainError], int] = {
     DecisionRequired: 422,
     IdempotencyKeyReused: 422,
     InvalidState: 422,
+    SecretDetected: 422,
 }
 
 

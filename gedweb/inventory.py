@@ -70,6 +70,22 @@ ARTIFACTS: list[dict[str, Any]] = [
         ),
     },
     {
+        "artifact": "memory.AllowedSecret",
+        "storage": "database",
+        "producer": (
+            "memory.secret_scan.secret_allow (`manage.py memory allow-secret`, Django admin)"
+        ),
+        "consumers": [
+            "memory.secret_scan.refuse_secrets (every write of agent or user text)",
+            "`manage.py memory scan`",
+        ],
+        "authority": "machine-authority",
+        "lifecycle": (
+            f"{_APPEND_ONLY}; one per (project, fingerprint of a finding): who allowed it "
+            "and why; never the secret's text"
+        ),
+    },
+    {
         "artifact": "memory.MemoryCandidate",
         "storage": "database",
         "producer": "memory.services.candidate_create",

@@ -22,3 +22,8 @@ class GovernanceConfig(AppConfig):
         from governance import ledger_checkpoints
 
         ledger_checkpoints.register_follower()
+
+        # `memory scan` reads governance's stored text too, for the same reason.
+        from governance import secret_sources
+
+        secret_sources.register()

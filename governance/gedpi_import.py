@@ -32,7 +32,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -55,7 +55,7 @@ from governance.handoffs import handoff_path, handoff_put
 from governance.models import STANDARDS_PATHS, StandardsImport, TaskArtifact
 from governance.skills import skill_import
 from governance.standards import standards_decision_import, standards_import_submit
-from memory import quotas
+from memory import quotas, secret_scan
 from memory.documents import (
     PutResult,
     document_current,
@@ -966,6 +966,29 @@ def _put_document(project: Project, path: str, rel: str, text: str,
     return result.changed
 
 
+def checkout_texts(checkout: Checkout) -> Iterator[tuple[str, dict[str, str | None]]]:
+    """(checkout file, its texts by field) of everything import_checkout writes."""
+    for rel, text in checkout.documents.values():
+        yield rel, {"content": text}
+    for entry in checkout.standards:
+        yield f"{entry.path} ({_IMPORT_STATE} {entry.sha256[:12]})", {"content": entry.content}
+    for skill in checkout.skills:
+        yield f".agents/skills/{skill.name}/SKILL.md", {
+            "content": skill.content, "reason": skill.record.get("reason"),
+            "source": skill.record.get("sourcePath")}
+    for work in checkout.work:
+        work_id = work.meta["workId"]
+        yield f".ged/work/{work_id}/META.json", secret_scan.json_fields(None, work.meta, "meta")
+        yield (f".ged/runtime/{work_id}/governance.json",
+               secret_scan.json_fields(None, work.document, "governance"))
+        for name, text in work.files.items():
+            yield f".ged/work/{work_id}/{name}", {"content": text}
+        for (task_id, name), text in work.tasks.items():
+            yield f".ged/work/{work_id}/tasks/{task_id}/{name}", {"content": text}
+    for rel, text in checkout.handoffs.values():
+        yield rel, {"content": text}
+
+
 def import_checkout(
     *,
     project: Project,
@@ -1004,6 +1027,9 @@ def import_checkout(
         if announce is not None:
             announce(result.trusted, str(trusted_by))
     trusted_ids = {id(entry) for entry in trusted}
+    # Every text of the checkout is scanned before anything is written, so the
+    # refusal names every file holding a secret, not only the first one written.
+    secret_scan.refuse_items(project, checkout_texts(checkout), "checkout files")
     # The quota charges of the whole checkout are taken at the end, once per
     # kind (memory.quotas.deferred): after every work item lock, as single
     # writes take them, and over quota the whole import is refused.

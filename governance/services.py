@@ -47,7 +47,7 @@ from governance.models import (
     WorkFile,
     WorkItem,
 )
-from memory import quotas
+from memory import quotas, secret_scan
 from memory.locks import lock_project, next_version
 from memory.models import Project
 
@@ -129,7 +129,15 @@ def revision_document(work: WorkItem, number: int) -> dict[str, Any] | None:
 
 
 def _store_revision(work: WorkItem, previous_evidence: int, document: dict[str, Any],
-                    operation: str, author: str) -> None:
+                    operation: str, author: str, previous: dict[str, Any] | None = None) -> None:
+    """Store one revision and its new evidence records (the caller holds the project lock).
+
+    The strings the revision adds to ``previous`` (every one, for a first
+    revision) are scanned for secrets first: evidence summaries, reasons,
+    the work's summary; one refusal names each by its path in the document.
+    """
+    secret_scan.refuse_secrets(work.project_id,
+                               secret_scan.json_fields(previous, document, "governance"))
     now = timezone.now()
     evidence = document["evidence"]
     records = [json.dumps(evidence[position], ensure_ascii=False)
@@ -187,7 +195,8 @@ def governance_write(
             earlier = current["evidence"]
             if following["evidence"][: len(earlier)] != earlier:
                 raise InvalidState("evidence is append-only")
-            _store_revision(work, len(current["evidence"]), following, operation, author)
+            _store_revision(work, len(current["evidence"]), following, operation, author,
+                            previous=current)
     except IntegrityError:
         # Only reachable if the row lock were bypassed: the unique
         # constraints on (work, revision) and (work, position) still hold.
@@ -522,6 +531,12 @@ def _next_version_expected(work: WorkItem, rows: Any, expected_version: int | No
 
 
 def _charge_work_text(work: WorkItem, content: str) -> None:
+    """The one step of the four writers of work text that store it: scanned, then charged.
+
+    Here and not before the lock, so an import of an unchanged file (which
+    stores nothing) is never refused for what is already stored.
+    """
+    secret_scan.refuse_secrets(work.project_id, {"content": content})
     quotas.quota_charge(project=work.project_id, kind="work_files",
                         size_bytes=quotas.text_bytes(content))
 
@@ -699,7 +714,8 @@ def governance_import(*, work: WorkItem, document: dict[str, Any], author: str) 
             earlier = current.get(key, [])
             if document.get(key, [])[: len(earlier)] != earlier:
                 raise Conflict(f"{where} rewrites GedWeb's {key} (append-only)")
-        _store_revision(work, len(current["evidence"]), document, "import", author)
+        _store_revision(work, len(current["evidence"]), document, "import", author,
+                        previous=current)
     return True
 
 

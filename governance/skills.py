@@ -27,7 +27,7 @@ from gedweb.lib.governance import format_time
 from gedweb.validation import FieldErrors, validate_text
 from governance import ledger
 from governance.models import Skill
-from memory import quotas
+from memory import quotas, secret_scan
 from memory.locks import NextVersion, next_version
 from memory.models import Project, format_timestamp
 
@@ -87,6 +87,8 @@ def skill_put(
             )
         if current is not None and current.verified:
             return SkillWrite(current, CONFIRMED)
+        secret_scan.refuse_secrets(project, {"content": content, "reason": reason,
+                                             "source": source})
         quotas.quota_charge(project=project, kind="skills", size_bytes=quotas.text_bytes(content))
         now = timezone.now()
         skill = Skill.objects.create(
@@ -136,6 +138,8 @@ def skill_record_legacy(
             ):
                 return current
             raise Conflict(f"skill {name} is already recorded")
+        secret_scan.refuse_secrets(project, {"content": content, "reason": reason,
+                                             "source": source})
         quotas.quota_charge(project=project, kind="skills", size_bytes=quotas.text_bytes(content))
         now = timezone.now()
         return Skill.objects.create(
@@ -274,6 +278,9 @@ def skill_import(
             and json.dumps(gedpi_skill_record(current)) == json.dumps(record)
         ):
             return "unchanged"
+        secret_scan.refuse_secrets(project, {"content": content,
+                                             "reason": record.get("reason"),
+                                             "source": record.get("sourcePath")})
         quotas.quota_charge(project=project, kind="skills", size_bytes=quotas.text_bytes(content))
         Skill.objects.create(
             project=project,

@@ -25,7 +25,7 @@ from gedweb.lib.standards import render_standards
 from gedweb.validation import collect_errors, validate_text
 from governance import ledger
 from governance.models import STANDARDS_PATHS, StandardsDecision, StandardsImport
-from memory import quotas
+from memory import quotas, secret_scan
 from memory.locks import lock_project
 from memory.models import Project, format_timestamp
 
@@ -71,6 +71,7 @@ def standards_import_submit(
     existing = lookup.first()
     if existing is not None:
         return existing, False
+    secret_scan.refuse_secrets(project, {"content": content})
     try:
         with transaction.atomic():
             # Lock order: the project lock, the row and its ledger record, the quota last.

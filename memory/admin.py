@@ -28,8 +28,9 @@ from gedweb.admin import (
     post_only_url,
 )
 from gedweb.errors import DomainError
-from memory import quotas, services
+from memory import quotas, secret_scan, services
 from memory.models import (
+    AllowedSecret,
     ChainCheckpoint,
     DocumentRevision,
     Membership,
@@ -50,11 +51,12 @@ if TYPE_CHECKING:
     # they are not subscriptable (no django-stubs-ext), so the parameters
     # exist for mypy only.
     ProjectFormBase = forms.ModelForm[Project]
+    AllowedSecretFormBase = forms.ModelForm[AllowedSecret]
     TokenFormBase = forms.ModelForm[ProjectToken]
     TokenInlineBase = admin.TabularInline[ProjectToken, Project]
     MembershipInlineBase = admin.TabularInline[Membership, Project]
 else:
-    ProjectFormBase = TokenFormBase = forms.ModelForm
+    ProjectFormBase = TokenFormBase = AllowedSecretFormBase = forms.ModelForm
     TokenInlineBase = MembershipInlineBase = admin.TabularInline
 
 # The one page that shows a new token; see token_shown_once().
@@ -476,3 +478,79 @@ class ProjectQuotaAdmin(ProjectScopedAdmin):
     def save_model(self, request: HttpRequest, obj: ProjectQuota, form: Any, change: bool
                    ) -> None:
         obj.save(update_fields=["limit_mib"])
+
+
+class AllowedSecretForm(AllowedSecretFormBase):
+    """Project, fingerprint and reason; who and when come from the request and the clock.
+
+    The values' rules are the service's (memory.secret_scan), checked here so
+    a bad fingerprint or a blank reason is the form's error, not a lost save.
+    """
+
+    class Meta:
+        model = AllowedSecret
+        fields = ["project", "fingerprint", "reason"]
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        for field, rule in (("fingerprint", secret_scan.validate_fingerprint),
+                            ("reason", secret_scan.validate_allow_reason)):
+            value = cleaned.get(field)
+            if value is not None:
+                try:
+                    rule(value)
+                except ValidationError as exc:
+                    self.add_error(field, exc.messages)
+        return cleaned
+
+
+@admin.register(AllowedSecret)
+class AllowedSecretAdmin(ProjectScopedAdmin):
+    """Allowed secret findings (docs/security.md): added once, then read-only (append-only)."""
+
+    form = AllowedSecretForm
+    list_display = ["project", "fingerprint", "allowed_by", "created_at", "reason_short"]
+    list_filter = [("project", ProjectFilter)]
+    list_select_related = ["project"]
+    search_fields = ["project__id", "fingerprint", "allowed_by"]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
+        if obj is None:
+            return ["project", "fingerprint", "reason"]
+        return ["project", "fingerprint", "reason", "allowed_by", "created_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        if obj is None:
+            return []
+        return ["project", "fingerprint", "reason", "allowed_by", "created_at"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # append-only: who allowed what stays on record
+
+    @admin.display(description="reason")
+    def reason_short(self, obj: AllowedSecret) -> str:
+        return Truncator(obj.reason).chars(80)
+
+    def save_model(self, request: HttpRequest, obj: AllowedSecret, form: Any, change: bool
+                   ) -> None:
+        if change:
+            return
+        try:
+            record = secret_scan.secret_allow(project=obj.project, fingerprint=obj.fingerprint,
+                                              reason=obj.reason, by=operator_name(request))
+        except (DomainError, ValidationError) as exc:
+            # The form checked the values; this is a second allowance racing this one.
+            messages.error(request, str(getattr(exc, "message", exc)))
+            return
+        obj.pk = record.pk
+        obj._state.adding = False
+
+    def response_add(self, request: HttpRequest, obj: AllowedSecret,
+                     post_url_continue: Any = None) -> HttpResponse:
+        if obj.pk is None:  # the lost race above: nothing was recorded
+            return HttpResponseRedirect(reverse("admin:memory_allowedsecret_changelist"))
+        return super().response_add(request, obj, post_url_continue)

@@ -26,7 +26,7 @@ from gedweb.lib.digest import sha256_text
 from gedweb.lib.ids import SEGMENT, is_document_id, is_work_id
 from gedweb.lib.substantive import is_substantive
 from gedweb.validation import FieldErrors, validate_text
-from memory import quotas
+from memory import quotas, secret_scan
 from memory.locks import next_version
 from memory.models import DocumentRevision, Project
 
@@ -189,6 +189,8 @@ def document_put(
     errors.raise_if_any()
     if target.kind == "handoff":
         _require_work_item(project, target.ident or "", work_item)
+    # Before the lock, like every other check of the values.
+    secret_scan.refuse_secrets(project, {"content": content, "reason": reason})
     try:
         with transaction.atomic():
             latest = next_version(

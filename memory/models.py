@@ -406,6 +406,36 @@ class DocumentRevision(AppendOnlyModel):
         return f"{self.project_id}/{self.path}@{self.revision}"
 
 
+class AllowedSecret(AppendOnlyModel):
+    """An operator's word that one finding of the secret scanner is not a secret here.
+
+    ``fingerprint`` is gedweb.secretscan.fingerprint(kind, secret): the
+    secret's text is never stored, here or anywhere the scanner reports.
+    A write whose every finding is allowed in its project is stored
+    (memory.secret_scan). Append-only: who allowed what, and why, stays on
+    record; an allowance is never taken back by editing it.
+    """
+
+    append_only_rows = "allowed secret findings"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="allowed_secrets")
+    fingerprint = models.CharField(max_length=64)
+    reason = models.TextField()
+    allowed_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["project_id", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "fingerprint"], name="memory_allowedsecret_unique_fingerprint"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}: {self.fingerprint[:12]} allowed by {self.allowed_by}"
+
+
 class RateCounter(models.Model):
     """Requests one token made in one rate-limit window (gedweb/throttling.py).
 

@@ -24,7 +24,7 @@ from gedweb.errors import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from gedweb.validation import collect_errors, validation_error_line
-from memory import checkpoints, mirror, quotas
+from memory import checkpoints, mirror, quotas, secret_scan
 from memory.locks import lock_project
 from memory.models import (
     Membership,
@@ -167,7 +167,12 @@ class AppendResult:
     mirror_rows: tuple[dict[str, Any], ...] = ()
 
 
-def _validate_entry_fields(category: Any, content: Any, source: Any) -> None:
+def _validate_entry_fields(project: Project, category: Any, content: Any, source: Any) -> None:
+    """The fields' rules (400), then the secret scan (422): entries and candidates alike.
+
+    Before any lock: the scan costs the append its CPU, not the writers
+    queued behind it (docs/performance.md).
+    """
     collect_errors(
         {
             "category": (validate_category, category),
@@ -175,6 +180,7 @@ def _validate_entry_fields(category: Any, content: Any, source: Any) -> None:
             "source": (validate_source, source),
         }
     )
+    secret_scan.refuse_secrets(project, {"content": content, "source": source})
 
 
 # --- idempotency keys (entry appends and candidate proposals) -------------
@@ -345,7 +351,7 @@ def memory_entry_create(
     lock of BEGIN IMMEDIATE on SQLite), so concurrent appends queue and
     every seq is taken exactly once; UNIQUE(project, seq) is the backstop.
     """
-    _validate_entry_fields(category, content, source)
+    _validate_entry_fields(project, category, content, source)
     request_hash = _keyed_request_hash(
         idempotency_key,
         request_hash,
@@ -450,9 +456,15 @@ def memory_entries_import(
     Every row is validated before anything is written. A row whose key is
     already stored with the same fields is counted as present; the same key
     with different fields is a Conflict and nothing of the run is kept.
+    Every row is scanned for secrets too: rows holding one are refused
+    together, each named, and nothing of the run is kept.
     """
     for row in rows:
         _validate_import_row(row)
+    secret_scan.refuse_items(
+        project, ((row.label, {"content": row.content, "source": row.source}) for row in rows),
+        "entries",
+    )
     imported: list[MemoryEntry] = []
     present: list[MemoryEntry] = []
     try:
@@ -568,7 +580,7 @@ def candidate_propose(
     stores nothing and charges no quota; another body under the same key is
     IdempotencyKeyReused; a key in flight on PostgreSQL is IdempotencyInFlight.
     """
-    _validate_entry_fields(category, content, source)
+    _validate_entry_fields(project, category, content, source)
     request_hash = _keyed_request_hash(
         idempotency_key, request_hash, {"category": category, "content": content, "source": source}
     )

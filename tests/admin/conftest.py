@@ -6,6 +6,7 @@ the missing model permission, not the scoping, is what refuses them.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,7 @@ from django.utils import timezone
 from governance import context, skills, standards
 from governance import services as gov
 from governance.models import ContextDelivery, StandardsImport, WorkItem
-from memory import documents, services
+from memory import documents, secret_scan, services
 from memory.models import ChainCheckpoint, Membership, MemoryCandidate
 from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
 from tests.django_fixtures import ProjectWithToken
@@ -29,7 +30,7 @@ from tests.governance.support import PLANNED, add_evidence, open_work
 VIEW_ONLY = [
     f"memory.view_{model}" for model in (
         "project", "projecttoken", "membership", "memoryentry", "chaincheckpoint",
-        "memorycandidate", "documentrevision", "projectquota",
+        "memorycandidate", "documentrevision", "projectquota", "allowedsecret",
     )
 ] + [
     f"governance.view_{model}" for model in (
@@ -179,6 +180,9 @@ def populate(project: ProjectWithToken, member: Any) -> dict[str, Any]:
         "skill": skills.skill_put(project=p, name="deploy", content=SKILL, reason="ships",
                                   source=None, author="seed").skill,
         "delivery": delivered(p),
+        "allowed_secret": secret_scan.secret_allow(
+            project=p, fingerprint=hashlib.sha256(p.pk.encode()).hexdigest(),
+            reason=f"a fixture of {p.pk}", by="seed"),
     }
 
 

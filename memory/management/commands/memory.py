@@ -1,4 +1,4 @@
-"""`manage.py memory add|list|verify|checkpoint|mirror`."""
+"""`manage.py memory add|list|verify|checkpoint|mirror|scan|allow-secret`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.pagination import keyset_slice
-from memory import checkpoints, mirror, selectors, services
+from memory import checkpoints, mirror, secret_scan, selectors, services
 from memory.api.serializers import ChainCheckpointSerializer, EntrySerializer, VerifySerializer
 from memory.models import MemoryEntry, Project
 
@@ -61,8 +61,24 @@ class Command(GedWebCommand):
             "--once", action="store_true", help="with --follow: one catch-up pass, then exit"
         )
 
+        scan = actions.add_parser(
+            "scan",
+            help="list stored text holding secrets (one JSON line per finding: row, field, "
+            "kind, position, fingerprint; never the secret); exit 1 if one is not allowed",
+        )
+        scan.add_argument("--project", help="one project (default: all)")
+
+        allow = actions.add_parser(
+            "allow-secret",
+            help="allow one finding of the secret scanner in a project, by its fingerprint",
+        )
+        allow.add_argument("--project", required=True)
+        allow.add_argument("--fingerprint", required=True, help="as a refusal or scan names it")
+        allow.add_argument("--reason", required=True, help="why it is not a secret")
+        allow.add_argument("--by", required=True, help="who allows it (recorded)")
+
     def handle(self, *args: Any, action: str, **options: Any) -> None:
-        getattr(self, f"_{action}")(**options)
+        getattr(self, f"_{action.replace('-', '_')}")(**options)
 
     def _add(self, *, project: str, category: str, content: str, source: str,
              corrects: str | None, **_: Any) -> None:
@@ -177,3 +193,28 @@ class Command(GedWebCommand):
             if once:
                 return
             time.sleep(interval)
+
+    def _scan(self, *, project: str | None, **_: Any) -> None:
+        """Every finding as a JSON line, then a summary line; the secret is never printed."""
+        projects = self._projects(project)
+        found = not_allowed = 0
+        for target in projects:
+            for hit in secret_scan.scan_project(target):
+                found += 1
+                not_allowed += not hit.allowed
+                self.stdout.write(to_json({"project_id": target.pk, **hit.as_dict()}))
+        self.stdout.write(to_json({"scanned": [p.pk for p in projects], "findings": found,
+                                   "not_allowed": not_allowed}))
+        if not_allowed:
+            raise CommandError(f"{not_allowed} stored secret(s) not allowed", returncode=1)
+
+    def _allow_secret(self, *, project: str, fingerprint: str, reason: str, by: str,
+                      **_: Any) -> None:
+        target = get_project(project)
+        record = run_service(lambda: secret_scan.secret_allow(
+            project=target, fingerprint=fingerprint, reason=reason, by=by))
+        self.stdout.write(to_json({
+            "project_id": target.pk, "fingerprint": record.fingerprint,
+            "allowed_by": record.allowed_by, "reason": record.reason,
+            "created_at": record.created_at.isoformat(),
+        }))
