@@ -106,6 +106,7 @@ TABLES = (
     "governance_skill",
     "governance_contextdelivery",
     "governance_ledgerrecord",
+    "governance_contextbundle",
 )
 
 
