@@ -269,8 +269,12 @@ def document_compare(request: HttpRequest, project_id: str, path: str) -> HttpRe
     if not history:
         raise Http404
     newest = history[-1].revision
-    old_number = cursor_value(request.GET.get("from")) or max(newest - 1, 1)
-    new_number = cursor_value(request.GET.get("to")) or newest
+    old_number = cursor_value(request.GET.get("from"))
+    new_number = cursor_value(request.GET.get("to"))
+    if old_number is None:
+        old_number = max(newest - 1, 1)
+    if new_number is None:
+        new_number = newest
     by_number = {row.revision: row for row in history}
     if old_number not in by_number or new_number not in by_number:
         raise Http404  # a revision this document never had

@@ -24,11 +24,13 @@ class Site:
     operator: Any  # operator of alpha only
     outsider: Any  # member of beta only
     root: Any  # superuser, member of nothing
+    alpha_token: str = ""  # alpha's project token, for comparing a page with the API
 
 
 @pytest.fixture
 def site(make_project, django_user_model) -> Site:
-    alpha = seed_project(make_project("alpha", "Web shop").project)
+    made = make_project("alpha", "Web shop")
+    alpha = seed_project(made.project)
     beta = seed_project(make_project("beta", "Secret lab").project, author="agent-beta")
     for word in ("zanzibar", "quokka"):
         # Words only beta holds, to prove alpha's search and counts never see them.
@@ -42,7 +44,7 @@ def site(make_project, django_user_model) -> Site:
     Membership.objects.create(user=users["otto"], project=alpha.project,
                               role=Membership.Role.OPERATOR)
     Membership.objects.create(user=users["nina"], project=beta.project)
-    return Site(alpha, beta, users["vera"], users["otto"], users["nina"], root)
+    return Site(alpha, beta, users["vera"], users["otto"], users["nina"], root, made.token)
 
 
 def login(user: Any) -> Client:
