@@ -71,7 +71,7 @@ class _Drain:
         self._parts: list[bytes] = []
         self._offset = 0
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes, /) -> int:
         self._parts.append(bytes(data))
         self._offset += len(data)
         return len(data)
@@ -80,6 +80,9 @@ class _Drain:
         return self._offset
 
     def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
         pass
 
     def drain(self) -> bytes:

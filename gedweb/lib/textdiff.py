@@ -175,7 +175,7 @@ def _region(a: list[str], b: list[str], alo: int, ahi: int, blo: int, bhi: int,
     jobs.append((i, ahi, j, bhi))
     jobs.extend(suffix)
     for job in reversed(jobs):
-        stack.append(_as_region(job) if len(job) == 5 else job)  # type: ignore[arg-type]
+        stack.append(_as_region(job) if len(job) == 5 else job)
     return None
 
 

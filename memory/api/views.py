@@ -36,9 +36,9 @@ from gedweb.pagination import keyset_slice
 from memory import documents, selectors, services
 from memory.api import serializers as s
 from memory.api.permissions import IsAdmin
+from memory.exports import documents_export_response, memory_export_response
 from memory.models import MemoryCandidate, MemoryEntry, Project
 from memory.querysets import seq_order_key
-from memory.exports import documents_export_response, memory_export_response
 
 # --- projects --------------------------------------------------------------
 

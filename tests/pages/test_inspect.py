@@ -44,9 +44,10 @@ def test_the_diff_shows_the_changed_line_removed_then_added(site):
 
 def test_the_diff_escapes_agent_text(site):
     project = site.alpha.project
-    document_put(project=project, path="adr/0050-x.md", author="mallory", content="# X\n\nFirst.\n")
+    first = "# X\n\nFirst.\n"
+    document_put(project=project, path="adr/0050-x.md", author="mallory", content=first)
     document_put(project=project, path="adr/0050-x.md", author="mallory", expected_revision=1,
-                 content="# X\n\nFirst.\n<script>window.__xss=1</script>\n<img src=x onerror=alert(1)>\n")
+                 content=first + "<script>window.__xss=1</script>\n<img src=x onerror=alert(1)>\n")
     body = login(site.member).get("/p/alpha/compare/adr/0050-x.md?from=1&to=2").content.decode()
     assert "<script>window" not in body and "<img" not in body
     assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in body
