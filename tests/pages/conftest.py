@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from governance.models import ContextDelivery
 from memory import services
 from memory.models import Membership
 from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
@@ -58,6 +59,7 @@ def project_urls(seeded: Seeded) -> list[str]:
     p = seeded.project.pk
     work = seeded.work
     accepted = seeded.extra["accepted"]
+    delivery = ContextDelivery.objects.filter(project=seeded.project).order_by("id")[0].pk
     return [
         f"/p/{p}/",
         f"/p/{p}/memory/",
@@ -77,5 +79,13 @@ def project_urls(seeded: Seeded) -> list[str]:
         f"/p/{p}/standards/{accepted.pk}",
         f"/p/{p}/skills/",
         f"/p/{p}/skills/fix-flaky-test",
+        f"/p/{p}/compare/adr/0001-orders-on-postgresql.md?from=1&to=2",
+        f"/p/{p}/review/",
+        f"/p/{p}/review/?status=resolved",
+        f"/p/{p}/STANDARDS.md",
+        f"/p/{p}/memory.jsonl",
+        f"/p/{p}/documents.zip",
+        f"/p/{p}/context/{delivery}",
+        f"/p/{p}/context/{delivery}/bundle",
         f"/p/{p}/context/",
     ]
