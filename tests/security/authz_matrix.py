@@ -46,9 +46,11 @@ settings.
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 import textwrap
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -346,6 +348,17 @@ PAGES: list[PageRow] = [
     PageRow("GET", f"{PP}context/<number:delivery_id>/bundle", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/context/{delivery}/bundle",)),
 ]
+
+
+def response_bytes(response: Any) -> bytes:
+    """A response's body; for a zip archive, its members' bytes, so B's words cannot hide
+    compressed."""
+    body: bytes = (b"".join(response.streaming_content) if response.streaming
+                   else response.content)
+    if body and response.get("Content-Type") == "application/zip":
+        with zipfile.ZipFile(io.BytesIO(body)) as archive:
+            return b"\n".join(archive.read(name) for name in archive.namelist())
+    return body
 
 
 # --- route enumeration ---------------------------------------------------------------------------

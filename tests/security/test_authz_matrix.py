@@ -10,9 +10,7 @@ database stack, no mocks.
 from __future__ import annotations
 
 import base64
-import io
 import json
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -238,13 +236,7 @@ def test_methods_a_route_does_not_serve_answer_405(world: m.World, db: None,
     assert changed(before, snapshot()) == set()
 
 
-def content(response: Any) -> bytes:
-    """The body; for a zip archive, its members' bytes, so B's words cannot hide compressed."""
-    body = b"".join(response.streaming_content) if response.streaming else response.content
-    if body and response.get("Content-Type") == "application/zip":
-        with zipfile.ZipFile(io.BytesIO(body)) as archive:
-            return b"\n".join(archive.read(name) for name in archive.namelist())
-    return body
+content = m.response_bytes
 
 
 # --- the pages matrix -------------------------------------------------------------------------
