@@ -37,6 +37,12 @@ $(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml | $(BIN)/python
 	$(PIP) install --no-deps -e .
 	@touch $@ $(VENV)/.installed
 
+# axe-core, which the browser tests inject into every page (tests/pages/test_layout.py),
+# exactly as package-lock.json pins it; no install scripts run.
+node_modules/.installed: package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund
+	@touch $@
+
 # Re-resolve the lock files from pyproject.toml, keeping every pin that still
 # fits; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves versions on purpose.
 LOCK_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.12 \
@@ -56,7 +62,7 @@ run: $(VENV)/.installed
 # test database; a test file stays on one worker, so the servers and browsers
 # of module-scoped fixtures start once. PYTEST_WORKERS=0 runs in this process.
 PYTEST_WORKERS ?= 2
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev node_modules/.installed
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The pure lib's and the checkout engine's tests with Django absent: pytest-django

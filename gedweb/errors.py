@@ -80,6 +80,12 @@ class ExportRefused(DomainError):
     code = "export_refused"
 
 
+class ArchiveRefused(DomainError):
+    """An uploaded archive is not one GedWeb unpacks (gedweb.checkout.archive's rules)."""
+
+    code = "invalid_archive"
+
+
 class CheckoutRefused(DomainError):
     """ged_import, ged_migrate_v3 or doctor --checkout will not read the checkout."""
 

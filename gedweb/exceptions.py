@@ -20,6 +20,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from gedweb.errors import (
+    ArchiveRefused,
     CheckoutRefused,
     Conflict,
     DecisionRequired,
@@ -41,6 +42,7 @@ logger = logging.getLogger("gedweb.api")
 # nearest listed base's, DomainError's own is 409.
 STATUSES: dict[type[DomainError], int] = {
     DomainError: 409,
+    ArchiveRefused: 400,
     Conflict: 409,
     DuplicateEvidence: 409,
     ExportRefused: 409,

@@ -264,6 +264,20 @@ ARTIFACTS: list[dict[str, Any]] = [
         "authority": "machine-authority",
         "lifecycle": "empty lock file; kept",
     },
+    {
+        # Not the server's: the CLI's, in a user's checkout. POST and GET
+        # /checkout persist nothing of their own (the import's rows are listed above).
+        "artifact": "<checkout>/.ged/runtime/gedweb/pull.json",
+        "storage": "file",
+        "producer": "gedweb pull (gedweb.checkout.sync.pull_layout), after its files are written",
+        "consumers": ["gedweb pull (which local files changed since the last pull)"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "the sha256 of each file the last pull wrote, rewritten by every completed pull; "
+            "under .ged/runtime/, which GedPi's .ged/.gitignore keeps out of Git; never sent "
+            "by gedweb push, never read by ged_import"
+        ),
+    },
 ]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import DisallowedHost, TooManyFieldsSent
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views import defaults
@@ -62,3 +63,25 @@ class RequestShapeMiddleware:
                 fields_logger.warning("%s (%s %s)", exc, request.method, request.path_info[:200])
                 return defaults.bad_request(request, exc)
         return self.get_response(request)
+
+
+class OwnNotFoundPageMiddleware:
+    """A page that is not there is the site's own 404 page, in development too.
+
+    With DEBUG on (``make run``'s development mode) Django answers a 404 with
+    its technical page, which lists every URL pattern of the site; people
+    reading memory should meet the page production shows them. Any HTML 404
+    outside /v1 is replaced (the API's 404s are JSON already), so a missing
+    entry, a project the reader may not see and an unknown route read alike.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (settings.DEBUG and response.status_code == 404
+                and response.get("Content-Type", "").startswith("text/html")
+                and not is_api_path(request.path_info)):
+            return page_not_found(request, Http404())
+        return response

@@ -9,6 +9,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
+from gedweb.checkout import sync
 from gedweb.exceptions import PayloadTooLarge
 from gedweb.lib.text import is_valid_unicode
 
@@ -59,3 +60,22 @@ class StrictJSONParser(BaseParser):
             raise ParseError("JSON is nested too deeply") from None
         except ValueError as exc:
             raise ParseError(f"malformed JSON: {exc}") from None
+
+
+class ArchiveParser(BaseParser):
+    """application/gzip: a GedPi layout's tar.gz (gedweb push), at most ``max_bytes``.
+
+    Read whole, bounded like the JSON parser (one byte past the limit is
+    enough to refuse); gedweb.checkout.archive then reads it as hostile
+    input. The body is returned as bytes.
+    """
+
+    media_type = "application/gzip"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = sync.LIMITS.archive_bytes
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise PayloadTooLarge(f"request body is larger than {limit:,} bytes, the most "
+                                  "an archive may hold")
+        return raw

@@ -184,6 +184,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "gedweb.middleware.RequestShapeMiddleware",
+    "gedweb.middleware.OwnNotFoundPageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

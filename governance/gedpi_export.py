@@ -14,13 +14,11 @@ characters unescaped, a trailing newline (JSON.stringify(value, null, 2)).
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gedweb.checkout import safefs
+from gedweb.checkout import safefs, sync
 from gedweb.errors import ExportRefused
 from gedweb.lib.governance import render_state_md
 from governance import services
@@ -33,13 +31,13 @@ VERSION_BYTES = b"3\n"
 # GedPi's initialisation writes .ged/.gitignore with exactly these bytes (its
 # GITIGNORE template, gedpi-behaviour.md Appendix A), and only when it is
 # missing; it never recreates it in a tree already at VERSION 3.
-GITIGNORE_PATH = ".ged/.gitignore"
+GITIGNORE_PATH = sync.GITIGNORE_PATH
 GITIGNORE_BYTES = (
     b"# Ephemeral session state\nruntime/\n\n# Local repo-map cache artifacts\nREPO-MAP.md\n"
     b"REPO-MAP.json\n"
 )
-# Written only where absent, as GedPi does: a checkout's own ignore rules are its own.
-CREATE_ONLY = frozenset({GITIGNORE_PATH})
+# Written only where absent, as GedPi does (gedweb.checkout.sync, the pull's rule too).
+CREATE_ONLY = sync.CREATE_ONLY
 
 
 def gedpi_json(value: Any) -> bytes:
@@ -111,23 +109,6 @@ class ExportResult:
                 "kept": self.kept}
 
 
-def checked_root(root: Path, *, create: bool) -> Path:
-    """PATH itself: a real directory reached without a symlink on the way."""
-    absolute = Path(os.path.abspath(root))
-    if os.path.realpath(absolute) != str(absolute):
-        raise ExportRefused(f"{root} is or lies inside a symbolic link")
-    try:
-        info = os.lstat(absolute)
-    except FileNotFoundError:
-        if not create:
-            raise ExportRefused(f"{root} does not exist") from None
-        absolute.mkdir(parents=True)
-        info = os.lstat(absolute)
-    if not stat.S_ISDIR(info.st_mode):
-        raise ExportRefused(f"{root} is not a directory")
-    return absolute
-
-
 def export_tree(*, project: Project, root: Path) -> ExportResult:
     """Write the project's supported files under root (created if missing).
 
@@ -137,21 +118,11 @@ def export_tree(*, project: Project, root: Path) -> ExportResult:
     PATH already has (``kept``).
     """
     files = render_tree(project)
-    base = checked_root(root, create=True)
-    result = ExportResult(str(base))
     try:
-        current = {rel: safefs.read_bytes(base, rel) for rel in files}
-        for rel, data in files.items():
-            if current[rel] == data:
-                result.unchanged.append(rel)
-                continue
-            if rel in CREATE_ONLY and current[rel] is not None:
-                result.kept.append(rel)
-                continue
-            safefs.atomic_write(base, rel, data)
-            result.written.append(rel)
+        plan = sync.plan_writes(sync.checked_root(root, create=True), files)
+        sync.write_planned(plan, files)
     except safefs.UnsafePath as exc:
         raise ExportRefused(str(exc)) from None
     except OSError as exc:
         raise ExportRefused(f"cannot write {exc.filename or root}: {exc.strerror}") from None
-    return result
+    return ExportResult(str(plan.root), plan.write, plan.unchanged, plan.kept)

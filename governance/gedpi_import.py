@@ -89,32 +89,35 @@ def migration_status(root: Path) -> str:
     return str(status(root))
 
 
-def _check_migrated(root: Path) -> None:
+def _check_migrated(root: Path, shown: str | None = None) -> None:
+    """Refuse a tree the import cannot read; ``shown`` names it in the refusal (default: root)."""
     from gedweb.checkout.v3 import MigrationError
+
+    name = str(root) if shown is None else shown
 
     try:
         status = migration_status(root)
         version = safefs.read_bytes(root, ".ged/VERSION", max_bytes=MAX_FILE_BYTES)
     except RecursionError:
-        raise CheckoutRefused(f"{root}: a migration record is JSON nested too deeply") from None
+        raise CheckoutRefused(f"{name}: a migration record is JSON nested too deeply") from None
     except (MigrationError, safefs.UnsafePath, OSError, ValueError) as exc:
-        raise CheckoutRefused(f"{root}: {exc}") from None
+        raise CheckoutRefused(f"{name}: {exc}") from None
     if status == "needed":
         raise CheckoutRefused(
-            f"{root} is not migrated to GedPi durable-memory v3; run "
-            f"`manage.py ged_migrate_v3 {root}` first"
+            f"{name} is not migrated to GedPi durable-memory v3; run "
+            f"`manage.py ged_migrate_v3 {name}` first"
         )
     if version is None and status != "complete":
         from gedweb.checkout.v3 import missing_version_hint
 
-        raise CheckoutRefused(f"{root} is not a GedPi checkout: .ged/VERSION is missing; "
-                              f"{missing_version_hint(root, str(root))}")
+        raise CheckoutRefused(f"{name} is not a GedPi checkout: .ged/VERSION is missing; "
+                              f"{missing_version_hint(root, name)}")
     number = re.match(r"\s*([+-]?[0-9]+)", version.decode("utf-8", "replace")) if version else None
     if number is not None and int(number.group(1)) > 3:
         # A number was read, so VERSION exists.
         shown_version = cast(bytes, version)[:20]
         raise CheckoutRefused(
-            f"{root}: .ged/VERSION is {shown_version!r}; ged_import reads version 3 only"
+            f"{name}: .ged/VERSION is {shown_version!r}; ged_import reads version 3 only"
         )
     # A VERSION below 3 with a complete migration is fine: ged_migrate_v3 leaves
     # raising VERSION to GedPi's next start (docs/migration.md).
@@ -687,8 +690,10 @@ def _read_work(reader: _Reader, checkout: Checkout) -> None:
 
 # --- legacy files ged_import leaves ----------------------------------------------------------
 
-# GedWeb's own files under .ged/runtime/, and the v3 layout's: not legacy.
-_RUNTIME_CURRENT = {"active-work", "migrations", "checkout-writer-lease", "checkout-writer-guard"}
+# GedWeb's own files under .ged/runtime/ (the writer lease, gedweb pull's record), and
+# the v3 layout's: not legacy.
+_RUNTIME_CURRENT = {"active-work", "migrations", "checkout-writer-lease", "checkout-writer-guard",
+                    "gedweb"}
 _LEGACY_BRAIN = ".pi/agents/ged-brain.md"
 
 
@@ -781,8 +786,13 @@ def _list_legacy(reader: _Reader, checkout: Checkout) -> None:
                            "checkpoints.json in, as paused work that needs a human decision")
 
 
-def read_checkout(root: Path) -> Checkout:
-    """Read and validate everything ged_import would write; no database access."""
+def read_checkout(root: Path, shown: str | None = None) -> Checkout:
+    """Read and validate everything ged_import would write; no database access.
+
+    ``shown`` is how the migration gate's refusals name the checkout (default:
+    ``root``); an upload unpacked in a temporary directory is named as its sender
+    named it.
+    """
     absolute = Path(os.path.abspath(root))
     if os.path.realpath(absolute) != str(absolute):
         raise CheckoutRefused(f"{root} is or lies inside a symbolic link")
@@ -790,7 +800,7 @@ def read_checkout(root: Path) -> Checkout:
         raise CheckoutRefused(f"{root} is not a directory")
     reader = _Reader(absolute)
     reader.bound_migration_gate()
-    _check_migrated(absolute)
+    _check_migrated(absolute, shown)
     checkout = Checkout(absolute)
     checkout.supported[".ged/VERSION"] = reader.data(".ged/VERSION") or b""
     _read_documents(reader, checkout)
@@ -963,6 +973,8 @@ def import_checkout(
     trust: Iterable[str] = (),
     trusted_by: str | None = None,
     announce: Callable[[list[dict[str, str]], str], None] | None = None,
+    shown: str | None = None,
+    author: str | None = None,
 ) -> ImportResult:
     """Validate the whole checkout, then write it in one transaction (or nothing).
 
@@ -970,14 +982,19 @@ def import_checkout(
     ``trusted_by`` (a ``trusted_by_label``); every other decision arrives
     pending. ``announce(trusted, trusted_by)`` is called with what will be
     trusted once every check has passed and before anything is written.
+
+    ``shown`` names the checkout in refusals, in ``root`` and in the documents'
+    reason, and ``author`` writes every row, instead of root and
+    ``import_label(root)`` (an upload: governance.gedpi_sync).
     """
     paths = list(dict.fromkeys(trust))
     if paths and (trusted_by is None or not trusted_by.startswith(TRUSTED_BY_PREFIX)):
         raise ValueError("trusting checkout decisions needs a trusted_by_label()")
-    checkout = read_checkout(root)
-    author = import_label(checkout.root)
-    reason = f"ged_import of {checkout.root}"[:1000]
-    result = ImportResult(str(checkout.root), skipped=list(checkout.skipped))
+    checkout = read_checkout(root, shown)
+    author = import_label(checkout.root) if author is None else author
+    named = str(checkout.root) if shown is None else shown
+    reason = f"ged_import of {named}"[:1000]
+    result = ImportResult(named, skipped=list(checkout.skipped))
     trusted = trusted_entries(checkout, paths)
     _refuse_contradictions(project, trusted)
     if trusted:

@@ -15,11 +15,12 @@ from memory.querysets import CandidateQuerySet, EntryQuerySet
 
 
 def entry_list(*, project: Project, category: str | None = None, source: str | None = None,
-               since: datetime | None = None, q: str | None = None,
-               current: bool = False) -> EntryQuerySet:
+               since: datetime | None = None, until: datetime | None = None,
+               q: str | None = None, current: bool = False) -> EntryQuerySet:
     """The project's entries matching every filter given, with their correction links.
 
-    ``q`` is a full-text search (every word must match); ``current`` leaves
+    ``since`` and ``until`` bound ``created_at`` (from, inclusive; to,
+    exclusive). ``q`` is a full-text search (every word must match); ``current`` leaves
     out the entries a later entry corrects. Unordered: order with
     ``seq_order_key(searched=bool(q))``.
     """
@@ -30,6 +31,8 @@ def entry_list(*, project: Project, category: str | None = None, source: str | N
         entries = entries.filter(source=source)
     if since is not None:
         entries = entries.filter(created_at__gte=since)
+    if until is not None:
+        entries = entries.filter(created_at__lt=until)
     if q is not None:
         entries = entries.search(q, project=project)
     if current:

@@ -11,8 +11,10 @@ reject candidates through the services the API and the admin call.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -102,22 +104,60 @@ def _choice(request: HttpRequest, name: str, validator: Any) -> str:
     return value
 
 
+class DateRangeForm(forms.Form):
+    """The timeline's date filter: days in UTC, both ends inclusive."""
+
+    since = forms.DateField(required=False, label="From",
+                            widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, label="To",
+                            widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        since, until = cleaned.get("since"), cleaned.get("until")
+        if since and until and since > until:
+            raise forms.ValidationError("“From” is after “To”: no day is in that range.")
+        return cleaned
+
+    def bounds(self) -> tuple[datetime | None, datetime | None]:
+        """created_at from (inclusive) and to (exclusive), or None where not given or invalid."""
+        if not self.is_valid():
+            return None, None
+        since, until = self.cleaned_data.get("since"), self.cleaned_data.get("until")
+        start = datetime.combine(since, time.min, tzinfo=UTC) if since else None
+        end = datetime.combine(until + timedelta(days=1), time.min, tzinfo=UTC) if until else None
+        return start, end
+
+
+# How far a filtered timeline counts its matches; past this it says "more than".
+COUNT_CAP = 1000
+
+
 @login_required
 def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
-    """The timeline, newest first, with category and source filters and full-text search."""
+    """The timeline, newest first, with category, source and date filters and full-text search."""
     project = project_or_404(request, project_id)
     category = _choice(request, "category", validate_category)
     source = _choice(request, "source", validate_source)
     query = request.GET.get("q", "").strip()[:200]
+    dates = DateRangeForm(request.GET)
+    since, until = dates.bounds()
     entries = selectors.entry_list(
-        project=project, category=category, source=source, q=query or None
+        project=project, category=category, source=source, since=since, until=until,
+        q=query or None,
     ).annotate(corrects_seq=F("corrects__seq")).defer(
         "prev_hash", "hash", "idempotency_key", "request_hash"
     )
     page = keyset_page(entries, "seq", cursor_value(request.GET.get("before")),
                        cursor_value(request.GET.get("after")), PAGE_SIZE,
                        order=seq_order_key(searched=bool(query)))
-    filters = {k: v for k, v in (("category", category), ("source", source), ("q", query)) if v}
+    # Every filter in use goes on with the pager's links, so page 2 is page 2 of the same search.
+    days = {name: request.GET[name] for name in ("since", "until")
+            if dates.is_valid() and dates.cleaned_data.get(name)}
+    filters = {k: v for k, v in (("category", category), ("source", source), ("q", query),
+                                 *days.items()) if v}
+    # Counted over at most COUNT_CAP + 1 rows, so a common word costs a bounded count.
+    matches = entries.order_by()[:COUNT_CAP + 1].count() if filters else None
     return render(request, "memory/entry_list.html", {
         **project_context(request, project, "memory"),
         "page": page,
@@ -125,6 +165,9 @@ def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
         "category": category,
         "source": source,
         "query": query,
+        "dates": dates,
+        "matches": matches,
+        "count_cap": COUNT_CAP,
         "snippet_chars": SNIPPET_CHARS,
         "categories": _facet(project, "category"),
         "sources": _facet(project, "source"),

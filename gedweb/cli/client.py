@@ -39,6 +39,8 @@ BACKOFF_CAP = 4.0
 # the MCP tools answer unless asked for (``--hashes``, ``hashes: true``),
 # since an agent pays for every byte of them in its context.
 HASH_FIELDS = ("prev_hash", "hash")
+# gedweb push and pull's archive (gedweb.checkout.archive.MEDIA_TYPE).
+ARCHIVE_MEDIA_TYPE = "application/gzip"
 
 
 class ApiError(Exception):
@@ -171,23 +173,38 @@ class Client:
     # --- transport -----------------------------------------------------------
 
     def _once(self, method: str, path: str, body: bytes | None,
-              headers: dict[str, str]) -> Response:
+              headers: dict[str, str], max_bytes: int | None = None) -> Response:
         base = urlsplit(self.url)
-        raw = self._connection_pool().request(
-            method, f"{base.scheme}://{base.netloc}{self._prefix}{path}", content=body,
-            headers=headers)
-        return Response(raw.status_code, {k.lower(): v for k, v in raw.headers.items()},
-                        raw.content)
+        url = f"{base.scheme}://{base.netloc}{self._prefix}{path}"
+        if max_bytes is None:
+            raw = self._connection_pool().request(method, url, content=body, headers=headers)
+            return Response(raw.status_code, {k.lower(): v for k, v in raw.headers.items()},
+                            raw.content)
+        # A body read as it arrives and refused past max_bytes (decoded bytes, so a
+        # Content-Encoding bomb is cut off too): gedweb pull's archive.
+        with self._connection_pool().stream(method, url, content=body,
+                                            headers=headers) as streamed:
+            chunks, size = [], 0
+            for chunk in streamed.iter_bytes():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise ApiError(streamed.status_code, "bad_response",
+                                   f"the answer is larger than {max_bytes:,} bytes")
+                chunks.append(chunk)
+            return Response(streamed.status_code,
+                            {k.lower(): v for k, v in streamed.headers.items()}, b"".join(chunks))
 
     def request(self, method: str, path: str, *, query: dict[str, Any] | None = None,
                 json_body: Any = None, headers: dict[str, str] | None = None,
                 retry: bool = True, retry_conflict_codes: frozenset[str] = frozenset(),
+                raw_body: tuple[bytes, str] | None = None, max_bytes: int | None = None,
                 ) -> Response:
         """One API call; raises ApiError for status >= 400, NetworkError when unreachable.
 
         With retry, network errors and 502/503/504 are retried with bounded
         exponential backoff and jitter, sending exactly the same request (so a
-        POST must carry an Idempotency-Key to be retried safely).
+        POST must carry an Idempotency-Key to be retried safely). ``raw_body`` is
+        (bytes, content type), for a body that is not JSON (gedweb push's archive).
         """
         if query:
             pairs = {k: v for k, v in query.items() if v is not None}
@@ -205,6 +222,8 @@ class Client:
         if json_body is not None:
             data = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
             all_headers["Content-Type"] = "application/json"
+        elif raw_body is not None:
+            data, all_headers["Content-Type"] = raw_body
         if method in ("POST", "PUT", "PATCH", "DELETE") and self.memory_token:
             all_headers["X-Memory-Token"] = self.memory_token
         if headers:
@@ -213,7 +232,7 @@ class Client:
         last_problem = ""
         for attempt in range(1, attempts + 1):
             try:
-                response = self._once(method, path, data, all_headers)
+                response = self._once(method, path, data, all_headers, max_bytes)
             except (OSError, httpx2.TransportError) as exc:
                 last_problem = _describe(exc)
             else:
@@ -374,6 +393,25 @@ class Client:
         state: dict[str, Any] = self.get_json(
             self.project_path(project, "work", work_id, "governance"))
         return state
+
+    def checkout_push(self, project: str, archive: bytes, *, name: str,
+                      dry_run: bool = False) -> dict[str, Any]:
+        """Import a checkout's layout (a tar.gz) and answer ged_import's report.
+
+        Retried like a read: an import of the same tree twice writes nothing the
+        second time (docs/interop.md), so a retry after a lost answer is harmless.
+        """
+        report: dict[str, Any] = self.request(
+            "POST", self.project_path(project, "checkout"),
+            query={"dry_run": "true" if dry_run else "false", "name": name},
+            raw_body=(archive, ARCHIVE_MEDIA_TYPE)).json()
+        return report
+
+    def checkout_pull(self, project: str, max_bytes: int) -> bytes:
+        """The project's layout as ged_export writes it, a tar.gz of at most ``max_bytes``
+        (read as hostile input: gedweb.checkout.archive)."""
+        return self.request("GET", self.project_path(project, "checkout"),
+                            headers={"Accept": ARCHIVE_MEDIA_TYPE}, max_bytes=max_bytes).body
 
     def guard(self, project: str, work_id: str, action: str) -> dict[str, Any]:
         # The guard only reads state, so a retry is harmless.

@@ -1,8 +1,8 @@
 """`gedweb`: the agent and operator CLI for a GedWeb server (HTTP only).
 
-Exit codes: 0 ok; 1 the server refused the request (an error status) or the
-memory chain failed verification; 2 usage error; 3 network failure after the
-retries.
+Exit codes: 0 ok; 1 the server refused the request (an error status), the
+memory chain failed verification, or a push or pull refused the checkout; 2
+usage error; 3 network failure after the retries.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
+from gedweb.checkout import archive, sync
 from gedweb.cli.client import (
     DEFAULT_URL,
     ApiError,
@@ -317,8 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="gedweb",
         description="Talk to a GedWeb server over its REST API.",
-        epilog="Exit codes: 0 ok, 1 server refused or verification failed, 2 usage, "
-               "3 network failure after retries.",
+        epilog="Exit codes: 0 ok, 1 server refused, verification failed or push/pull refused "
+               "the checkout, 2 usage, 3 network failure after retries.",
     )
     parser.add_argument("--version", action="version", version=f"gedweb {client_version()}")
     _global_options(parser, defaults=True)
@@ -422,6 +424,22 @@ def build_parser() -> argparse.ArgumentParser:
     context.add_argument("--work", help="work id for the runtime sections")
     command(commands, "standards", "print STANDARDS.md (the accepted instructions)")
     command(commands, "mcp", "run a Model Context Protocol server over stdio")
+
+    push = command(commands, "push", "upload the checkout's GedPi layout and import it "
+                                     "(ged_import on the server); prints its report")
+    push.add_argument("path", metavar="PATH", nargs="?", default=".",
+                      help="the checkout's root directory (default: the current one); "
+                           "only read, never changed")
+    push.add_argument("--dry-run", action="store_true",
+                      help="run the whole import on the server and roll it back: the report "
+                           "of what would be written, nothing written")
+    pull = command(commands, "pull", "download the project's GedPi layout (what ged_export "
+                                     "writes) into PATH")
+    pull.add_argument("path", metavar="PATH", nargs="?", default=".",
+                      help="the checkout's root directory (default: the current one; created "
+                           "if missing)")
+    pull.add_argument("--force", action="store_true",
+                      help="overwrite local files changed since the last pull")
     return parser
 
 
@@ -487,6 +505,8 @@ def run(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParse
                 out.text(str(document.get("content", "")))
             else:
                 out.record(document, document_line)
+    elif args.command in ("push", "pull"):
+        return _sync(args, client, out)
     elif args.command == "work":
         if args.work_command == "list":
             if args.all:
@@ -561,6 +581,52 @@ def _candidates(args: argparse.Namespace, client: Client, parser: argparse.Argum
     else:
         out.record(client.candidate_decide(project, args.candidate_id, "reject"),
                    candidate_line, lean=True)
+
+
+def _sync(args: argparse.Namespace, client: Client, out: Output) -> int:
+    """gedweb push and pull (docs/interop.md, "Over HTTP"); a local refusal is exit 1."""
+    root = Path(args.path)
+    try:
+        if args.command == "push":
+            # Read only: the checkout is never written, locked or touched.
+            data = archive.pack(sync.collect_layout(root))
+            report = client.checkout_push(args.project, data, name=args.path,
+                                          dry_run=args.dry_run)
+            out.record(report, _report_lines)
+        else:
+            received = client.checkout_pull(args.project, sync.LIMITS.archive_bytes)
+            try:
+                files = archive.read_all(received, sync.LIMITS, sync.in_layout)
+            except archive.ArchiveError as exc:
+                raise sync.SyncRefused(f"the server's archive is refused: {exc}") from None
+            result = sync.pull_layout(root, files, project=args.project, force=args.force)
+            out.record(result.as_dict(), _pull_lines)
+    except sync.SyncRefused as exc:
+        _complain(str(exc))
+        return EXIT_REFUSED
+    return EXIT_OK
+
+
+def _report_lines(report: dict[str, Any]) -> str:
+    """ged_import's report for people: counts, then one line per skipped file and standard."""
+    lines = []
+    for key in ("created", "unchanged"):
+        counted = report.get(key)
+        pairs = sorted(counted.items()) if isinstance(counted, dict) else []
+        shown = ", ".join(f"{kind} {number}" for kind, number in pairs)
+        lines.append(f"{key}: {shown or 'nothing'}")
+    for key, label in (("skipped", "skipped"), ("standards", "standards"),
+                       ("not_reproducible", "not reproducible")):
+        values = report.get(key)
+        for value in values if isinstance(values, list) else []:
+            lines.append(f"{label}: {value}")
+    return "\n".join(terminal_safe(line, keep_line_breaks=False) for line in lines)
+
+
+def _pull_lines(result: dict[str, Any]) -> str:
+    lines = [f"{key} {rel}" for key in ("written", "unchanged", "kept") for rel in result[key]]
+    return "\n".join(terminal_safe(line, keep_line_breaks=False) for line in lines) or \
+        "nothing to pull"
 
 
 def _complain(message: str) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from gedweb import converters  # noqa: F401  (registers the path converters)
-from governance.api import context, handoffs, ledger, skills, standards, views
+from governance.api import context, handoffs, ledger, skills, standards, sync, views
 
 app_name = "governance-api"
 
@@ -58,6 +58,7 @@ urlpatterns = [
          handoffs.HandoffView.as_view(), name="handoff"),
     path("projects/<project:project_id>/ledger/verify", ledger.LedgerVerifyView.as_view(),
          name="ledger-verify"),
+    path("projects/<project:project_id>/checkout", sync.CheckoutView.as_view(), name="checkout"),
     path(SKILLS, skills.SkillListView.as_view(), name="skill-list"),
     # Before <name>: "match" is therefore not available as a skill name.
     path(f"{SKILLS}/match", skills.SkillMatchView.as_view(), name="skill-match"),

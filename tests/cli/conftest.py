@@ -37,6 +37,8 @@ class LiveServer:
     memory_token: str
     project: str
     project_token: str
+    # The server itself, for `manage.py` against its database (ged_export in the sync tests).
+    gunicorn: LiveGunicorn | None = None
 
     @property
     def url(self) -> str:
@@ -77,4 +79,4 @@ def gedweb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
                                  {"id": PROJECT, "name": "CLI shop"})
         assert status == 201, body
         yield LiveServer(server.port, server.admin_token, server.memory_token, PROJECT,
-                         body["token"])
+                         body["token"], server)

@@ -43,7 +43,8 @@ def test_the_overview_shows_both_apps_with_their_links(site, vera):
 
 def test_the_overview_renders_project_md(site, vera):
     body = vera.get("/p/alpha/").content.decode()
-    assert "<h1>Web shop</h1>" in body
+    # PROJECT.md sits under the page's h1 and its own h2: its "#" is an h3.
+    assert "<h3>Web shop</h3>" in body and "<h1>Web shop</h1>" not in body
     assert "<td>integer cents, never floats</td>" in body
     assert 'href="https://example.org/runbook" rel="noopener noreferrer nofollow"' in body
 
@@ -164,8 +165,8 @@ def test_an_unknown_entry_is_404(site, vera):
 
 def test_the_mirror_page_renders_memory_md(site, vera):
     body = vera.get("/p/alpha/mirror/").content.decode()
-    assert "<h1>Project memory: alpha</h1>" in body
-    assert "<h2>1 · " in body
+    assert "<h2>Project memory: alpha</h2>" in body  # below the page's own h1
+    assert "<h3>1 · " in body
     assert "<code>Orders stay on **PostgreSQL 16**" in body  # fenced: shown, not interpreted
 
 
@@ -183,9 +184,9 @@ def test_the_mirror_pages_by_seq_range(site, vera):
         services.memory_entry_create(project=site.alpha.project, author="t", category="bulk",
                                      content=f"bulk {i}")
     first = vera.get("/p/alpha/mirror/").content.decode()
-    assert "?after=100" in first and "<h2>101 · " not in first
+    assert "?after=100" in first and "<h3>101 · " not in first
     second = vera.get("/p/alpha/mirror/?after=100").content.decode()
-    assert "<h2>101 · " in second and "<h2>100 · " not in second and "?after=0" in second
+    assert "<h3>101 · " in second and "<h3>100 · " not in second and "?after=0" in second
 
 
 def test_documents_are_grouped_with_their_current_revision(site, vera):

@@ -15,7 +15,13 @@ from django.test import Client
 
 from memory import services
 from memory.documents import document_put
-from memory.templatetags.gedweb_markdown import ALLOWED_TAGS, render_markdown, sanitize_html
+from memory.templatetags.gedweb_markdown import (
+    ALLOWED_TAGS,
+    render_markdown,
+    render_skill,
+    render_state,
+    sanitize_html,
+)
 from tests.pages.conftest import login, project_urls
 from tests.pages.xss import PAYLOADS
 
@@ -40,10 +46,24 @@ class ElementCollector(HTMLParser):
 ATTRIBUTES = {"href", "title", "rel", "start"}
 
 
-@pytest.mark.parametrize("payload", PAYLOADS)
-def test_the_sanitiser_leaves_no_script_vector(payload):
-    html = str(render_markdown(payload))
+# The one piece of markup the filters add around nh3's output: a table's scrolling box.
+WRAPPER = {"class", "tabindex", "role", "aria-label"}
+FILTERS = [render_markdown, render_skill, render_state]
+WITH_FRONT_MATTER = [f"---\nname: {p}\n---\n\n{p}" for p in PAYLOADS[:20]]
+
+
+@pytest.mark.parametrize("render", FILTERS)
+@pytest.mark.parametrize("payload", PAYLOADS + WITH_FRONT_MATTER)
+def test_the_sanitiser_leaves_no_script_vector(payload, render):
+    html = str(render(payload))
     for tag, attrs in ElementCollector.of(html):
+        if tag == "div":
+            values = dict(attrs)
+            assert set(values) == WRAPPER, html
+            assert values["tabindex"] == "0" and values["role"] == "region", html
+            assert values["class"] in ("scroll", "front-matter scroll"), html
+            assert values["aria-label"] in ("Table", "Front matter"), html
+            continue
         assert tag in ALLOWED_TAGS, html
         for name, value in attrs:
             assert name in ATTRIBUTES, html
@@ -140,12 +160,12 @@ def test_stored_payloads_reach_pages_only_as_inert_text(site):
 
 
 def url_is_ours(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
-    """The page's own form and inputs (search, logout), never agent content."""
+    """The page's own form and inputs (search, dates, logout), never agent content."""
     values = dict(attrs)
     if tag == "form":
         return (values.get("action") or "").startswith(("/p/alpha/", "/accounts/"))
     if tag == "input":
-        return values.get("name") in ("q", "csrfmiddlewaretoken")
+        return values.get("name") in ("q", "since", "until", "csrfmiddlewaretoken")
     if tag == "meta":
         return set(values) <= {"charset", "name", "content"} and "http-equiv" not in values
     return False

@@ -252,6 +252,11 @@ API: list[Row] = [
     Row("GET", f"{P}/skills/<text:name>", READ, "", "/v1/projects/{p}/skills/fix-flaky-test"),
     Row("PUT", f"{P}/skills/<text:name>", write(201), "", "/v1/projects/{p}/skills/matrix-skill",
         "skill", rw("governance.Skill", QUOTA, LEDGER)),
+    # --- GedPi sync ------------------------------------------------
+    Row("GET", f"{P}/checkout", READ, "the tar.gz ged_export writes",
+        "/v1/projects/{p}/checkout"),
+    Row("POST", f"{P}/checkout", write(200), "ged_import of a tar.gz; writes no memory entry",
+        "/v1/projects/{p}/checkout", "checkout", rw(DOCUMENT, QUOTA, LEDGER)),
     # --- fallback ------------------------------------------------
     Row("ANY", "^v1(?:/.*)?$", UNKNOWN_404, "unknown /v1 path: JSON 404, no auth step",
         "/v1/no-such-route"),
@@ -629,7 +634,33 @@ def request_bodies(ids: dict[str, Any]) -> dict[str, Any]:
         "skill": {"content": SKILL.format(name="matrix-skill", title="Matrix",
                                           description='Checks routes. Triggers include "matrix"'),
                   "reason": "matrix"},
+        # Not JSON: POST .../checkout takes a checkout's layout as a tar.gz.
+        "checkout": RawBody("application/gzip", _checkout_archive()),
     }
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A request body sent as it is, with its own media type."""
+
+    content_type: str
+    data: bytes
+
+
+def encode_body(body: Any) -> tuple[bytes | str, str]:
+    """A row's request body as sent: (data, content type); JSON unless a RawBody."""
+    import json
+
+    if isinstance(body, RawBody):
+        return body.data, body.content_type
+    return (json.dumps(body) if body is not None else ""), "application/json"
+
+
+def _checkout_archive() -> bytes:
+    from gedweb.checkout.archive import pack
+
+    return pack({".ged/VERSION": b"3\n",
+                 "docs/adr/0003-pushed.md": b"# ADR 0003: Pushed\n\nThrough the matrix.\n"})
 
 
 # --- shared by the test modules: the world in a transaction, snapshots, credentials ----------

@@ -10,7 +10,6 @@ database stack, no mocks.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,9 +53,9 @@ def call(row: m.Row, world: m.World, headers: dict[str, str], query: str | None 
     if query:
         url += ("&" if "?" in url else "?") + query
     body = world.bodies[row.body] if row.body else None
-    data = json.dumps(body) if body is not None else ""
     verb = method or ("GET" if row.method == "ANY" else row.method)
-    return APIClient().generic(verb, url, data, content_type="application/json", **headers)
+    data, content_type = m.encode_body(body)
+    return APIClient().generic(verb, url, data, content_type=content_type, **headers)
 
 
 def assert_status(response: Any, status: int, row: m.Row) -> None:

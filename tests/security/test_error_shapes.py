@@ -71,9 +71,9 @@ def assert_one_line_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 def send(world: m.World, row: m.Row, url: str, headers: dict[str, str]) -> Any:
     body = world.bodies[row.body] if row.body else None
-    data = json.dumps(body) if body is not None else ""
+    data, content_type = m.encode_body(body)
     verb = "GET" if row.method == "ANY" else row.method
-    return APIClient().generic(verb, url, data, content_type="application/json", **headers)
+    return APIClient().generic(verb, url, data, content_type=content_type, **headers)
 
 
 def admin_headers(world: m.World) -> dict[str, str]:
