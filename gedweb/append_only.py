@@ -107,6 +107,7 @@ TABLES = (
     "governance_skill",
     "governance_contextdelivery",
     "governance_ledgerrecord",
+    "governance_contextbundle",
 )
 
 

@@ -226,6 +226,15 @@ ARTIFACTS: list[dict[str, Any]] = [
         "lifecycle": f"{_APPEND_ONLY}; one row per delivered bundle with its sha256",
     },
     {
+        "artifact": "governance.ContextBundle",
+        "storage": "database",
+        "producer": "governance.context.context_deliver (GET /context)",
+        "consumers": ["operators reading a delivered bundle on the context log pages"],
+        "authority": "machine-authority",
+        "lifecycle": f"{_APPEND_ONLY}; one row per project and sha256, the text and its "
+        "section outline, shown only while its text still has that sha256",
+    },
+    {
         "artifact": "<GEDWEB_MEMORY_ROOT>/<project>/MEMORY.md",
         "storage": "file",
         "producer": "memory.mirror (inline after commit, or `memory mirror --follow`)",

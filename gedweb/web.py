@@ -28,19 +28,30 @@ def project_or_404(request: HttpRequest, project_id: str) -> Project:
     return project
 
 
+def member_role(request: HttpRequest, project: Project) -> str:
+    """The signed-in user's role in a project project_or_404 gave: a role, or "superuser"."""
+    if request.user.is_superuser:
+        return "superuser"
+    # project_or_404 let only a member through, so the user has signed in.
+    member = cast("User", request.user)
+    role = (
+        Membership.objects.filter(user=member, project=project)
+        .values_list("role", flat=True)
+        .first()
+    )
+    return role or "superuser"
+
+
+def may_review(role: str) -> bool:
+    """Whether a role decides candidates on the pages: operators and superusers; viewers read."""
+    return role in (Membership.Role.OPERATOR, "superuser")
+
+
 def project_context(request: HttpRequest, project: Project, section: str) -> dict[str, Any]:
     """What base.html needs on every project page: switcher, role, active tab."""
-    role = None
-    if not request.user.is_superuser:
-        # project_or_404 let only a member through, so the user has signed in.
-        member = cast("User", request.user)
-        role = (
-            Membership.objects.filter(user=member, project=project)
-            .values_list("role", flat=True)
-            .first()
-        )
+    role = member_role(request, project)
     switcher = list(Project.objects.visible_to(request.user).order_by("id").values("id", "name"))
-    return {"project": project, "role": role or "superuser", "section": section,
+    return {"project": project, "role": role, "section": section,
             "switcher": switcher}
 
 

@@ -10,17 +10,19 @@ frame, so nothing in project data can end its frame and act as instruction.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from gedweb.lib import framing
+from gedweb.lib.canonical import canonical_json
 from gedweb.lib.digest import sha256_text
 from gedweb.lib.substantive import is_substantive
 from governance import ledger, services
-from governance.models import ContextDelivery, EvidenceRecord, WorkItem
+from governance.models import ContextBundle, ContextDelivery, EvidenceRecord, WorkItem
 from governance.standards import render_served, served_and_left_out
 from memory.documents import document_current
 from memory.models import DocumentRevision, MemoryEntry, Project
@@ -253,10 +255,16 @@ def context_bundle(*, project: Project, work: WorkItem | None = None) -> Bundle:
 
 def context_deliver(*, project: Project, work: WorkItem | None, author: str,
                     output_format: str) -> Bundle:
-    """Build the bundle and log who received which bytes, for operators to audit."""
+    """Build the bundle and log who received which bytes, for operators to audit.
+
+    The bundle itself is kept too (bundle_store), once per project and
+    sha256, so the context log can show exactly what was delivered.
+    """
     bundle = context_bundle(project=project, work=work)
     # The JSON form carries the same sha256, so one hash names what was delivered.
     with transaction.atomic():
+        now = timezone.now()
+        bundle_store(project=project, bundle=bundle, at=now)
         ContextDelivery.objects.create(
             project=project,
             work=work,
@@ -264,6 +272,43 @@ def context_deliver(*, project: Project, work: WorkItem | None, author: str,
             format=output_format,
             sha256=bundle.sha256,
             size=len(bundle.text.encode("utf-8")),
-            created_at=timezone.now(),
+            created_at=now,
         )
     return bundle
+
+
+def bundle_store(*, project: Project, bundle: Bundle, at: Any) -> None:
+    """Keep a bundle's text and section outline, unless this project already holds its sha256."""
+    sha256 = bundle.sha256
+    if ContextBundle.objects.filter(project=project, sha256=sha256).exists():
+        return
+    outline = [[s.title, s.trust, s.file, len(s.text)] for s in bundle.sections]
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent twin may win the insert
+            ContextBundle.objects.create(project=project, sha256=sha256, text=bundle.text,
+                                         sections=canonical_json(outline), created_at=at)
+    except IntegrityError:
+        # The unique (project, sha256) was taken by a delivery of the same
+        # bytes in the meantime: what it stored is this text.
+        pass
+
+
+def delivered_bundle(delivery: ContextDelivery) -> Bundle | None:
+    """The bundle a delivery sent, rebuilt from its stored text; None if not stored.
+
+    Deliveries logged before bundles were kept (governance 0008) have none;
+    a stored text whose sha256 is not the delivery's (changed behind
+    GedWeb's back) is not given out either.
+    """
+    row = ContextBundle.objects.filter(project_id=delivery.project_id,
+                                       sha256=delivery.sha256).first()
+    if row is None or sha256_text(row.text) != delivery.sha256:
+        return None
+    sections: list[Section] = []
+    at = 0
+    for title, trust, file, length in json.loads(row.sections):
+        sections.append(Section(title, trust, file, row.text[at:at + length]))
+        at += length + 2  # the blank line between sections
+    bundle = Bundle(delivery.project_id, delivery.work.work_id if delivery.work else None,
+                    sections)
+    return bundle if bundle.text == row.text else None

@@ -527,6 +527,37 @@ class ContextDelivery(AppendOnlyModel):
         return f"{self.project_id} context {self.sha256[:12]} to {self.author}"
 
 
+class ContextBundle(AppendOnlyModel):
+    """The exact text of a delivered context bundle, stored once per project and sha256.
+
+    Deliveries name their bundle by (project, sha256), so a bundle delivered
+    a thousand times is stored once. ``sections`` is canonical JSON of
+    ``[title, trust, file, characters]`` per section: with ``text`` it gives
+    back the JSON form too (a section's text is its slice of ``text``, the
+    sections joined by a blank line), byte for byte as the API rendered it.
+    """
+
+    append_only_rows = "context bundles"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, related_name="context_bundles"
+    )
+    sha256 = models.CharField(max_length=64)
+    text = models.TextField()
+    sections = models.TextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "sha256"], name="governance_contextbundle_unique_sha256"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} bundle {self.sha256[:12]}"
+
+
 # --- the trust ledger -----------------------------------------------------------------
 
 

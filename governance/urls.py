@@ -15,8 +15,12 @@ urlpatterns = [
     path("work/<work:work_id>/revisions/<number:number>", views.revision_detail,
          name="revision-detail"),
     path("standards/", views.standards_state, name="standards"),
+    path("STANDARDS.md", views.standards_text, name="standards-text"),
     path("standards/<number:import_id>", views.standards_import, name="standards-import"),
     path("skills/", views.skill_list, name="skill-list"),
     path("skills/<text:name>", views.skill_detail, name="skill-detail"),
     path("context/", views.context_log, name="context-log"),
+    path("context/<number:delivery_id>", views.context_delivery, name="context-delivery"),
+    path("context/<number:delivery_id>/bundle", views.context_delivery_bundle,
+         name="context-bundle"),
 ]

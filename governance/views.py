@@ -12,11 +12,13 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from rest_framework.renderers import JSONRenderer
 
 from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
 from governance import selectors, services, skills, standards
-from governance.models import GovernanceRevision, Skill, StandardsImport, WorkItem
+from governance.context import Bundle, delivered_bundle
+from governance.models import ContextDelivery, GovernanceRevision, Skill, StandardsImport, WorkItem
 
 
 @login_required
@@ -108,6 +110,20 @@ def standards_state(request: HttpRequest, project_id: str) -> HttpResponse:
 
 
 @login_required
+def standards_text(request: HttpRequest, project_id: str) -> HttpResponse:
+    """STANDARDS.md as served, the same bytes and hash header as GET /v1/projects/{p}/standards."""
+    project = project_or_404(request, project_id)
+    rendered = standards.standards_markdown(project)
+    if rendered is None:
+        raise Http404
+    text, sha256 = rendered
+    response = HttpResponse(text.encode("utf-8"), content_type="text/markdown; charset=utf-8")
+    response["X-Standards-Hash"] = sha256
+    response["Content-Disposition"] = f'inline; filename="{project.pk}-STANDARDS.md"'
+    return response
+
+
+@login_required
 def standards_import(request: HttpRequest, project_id: str, import_id: int) -> HttpResponse:
     project = project_or_404(request, project_id)
     row = (
@@ -157,3 +173,55 @@ def context_log(request: HttpRequest, project_id: str) -> HttpResponse:
         **project_context(request, project, "context"),
         "page": page,
     })
+
+
+def _delivery_or_404(project: Any, delivery_id: int) -> ContextDelivery:
+    row: ContextDelivery | None = (
+        selectors.context_delivery_list(project=project).filter(pk=delivery_id).first()
+    )
+    if row is None:
+        raise Http404
+    return row
+
+
+def bundle_bytes(bundle: Bundle, output_format: str) -> bytes:
+    """The bytes the API sent: the text, or the JSON form through the API's own renderer."""
+    if output_format == ContextDelivery.Format.JSON:
+        rendered: bytes = JSONRenderer().render(bundle.as_dict())
+        return rendered
+    return bundle.text.encode("utf-8")
+
+
+@login_required
+def context_delivery(request: HttpRequest, project_id: str, delivery_id: int) -> HttpResponse:
+    """One delivery and the exact bundle it sent, section by section."""
+    project = project_or_404(request, project_id)
+    delivery = _delivery_or_404(project, delivery_id)
+    bundle = delivered_bundle(delivery)
+    return render(request, "governance/context_delivery.html", {
+        **project_context(request, project, "context"),
+        "delivery": delivery,
+        "bundle": bundle,
+    })
+
+
+@login_required
+def context_delivery_bundle(request: HttpRequest, project_id: str,
+                            delivery_id: int) -> HttpResponse:
+    """The delivered bytes themselves, in the form the agent received (text or JSON)."""
+    project = project_or_404(request, project_id)
+    delivery = _delivery_or_404(project, delivery_id)
+    bundle = delivered_bundle(delivery)
+    if bundle is None:
+        raise Http404
+    is_json = delivery.format == ContextDelivery.Format.JSON
+    response = HttpResponse(
+        bundle_bytes(bundle, delivery.format),
+        content_type="application/json" if is_json else "text/plain; charset=utf-8",
+    )
+    response["X-Context-Sha256"] = delivery.sha256
+    suffix = "json" if is_json else "txt"
+    response["Content-Disposition"] = (
+        f'inline; filename="{project.pk}-context-{delivery.pk}.{suffix}"'
+    )
+    return response

@@ -2,9 +2,11 @@
 documents. The project overview, which shows governance's work too, is the
 site's (gedweb/pages.py): these pages name only memory.
 
-Read-only views over the same querysets and services the API uses. Every
-project page fetches its project through ``project_or_404``: a project the
+Views over the same querysets and services the API uses. Every project
+page fetches its project through ``project_or_404``: a project the
 signed-in user is not a member of answers 404, exactly like a missing one.
+The one write is a review decision (candidate_decide): operators approve or
+reject candidates through the services the API and the admin call.
 """
 
 from __future__ import annotations
@@ -13,15 +15,36 @@ from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, OuterRef, Subquery
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
+from gedweb.admin import operator_name
+from gedweb.errors import DomainError
 from gedweb.lib.mirror import render_chunks, render_full
-from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
-from memory import documents, selectors
-from memory.models import DocumentRevision, Membership, MemoryEntry, Project
+from gedweb.lib.textdiff import TooLarge, line_diff
+from gedweb.web import (
+    PAGE_SIZE,
+    cursor_value,
+    keyset_page,
+    may_review,
+    member_role,
+    project_context,
+    project_or_404,
+)
+from memory import documents, exports, selectors, services
+from memory.models import DocumentRevision, Membership, MemoryCandidate, MemoryEntry, Project
 from memory.querysets import seq_order_key
 from memory.validators import validate_category, validate_source
 
@@ -37,6 +60,8 @@ if TYPE_CHECKING:
 MIRROR_PAGE_SIZE = 100
 SNIPPET_CHARS = 600
 MAX_CHAIN = 100
+RECENTLY_RESOLVED = 10
+CANDIDATE_VIEWS = ("pending", "resolved", "approved", "rejected")
 
 
 # --- pages ------------------------------------------------------------------------------
@@ -273,3 +298,128 @@ def document_detail(request: HttpRequest, project_id: str, path: str) -> HttpRes
         "history": list(reversed(history)),
         "is_current": shown.revision == history[-1].revision,
     })
+
+
+@login_required
+def document_compare(request: HttpRequest, project_id: str, path: str) -> HttpResponse:
+    """Two revisions of a document, line by line (gedweb.lib.textdiff: bounded time)."""
+    project = project_or_404(request, project_id)
+    try:
+        documents.parse_document_path(path)
+    except ValueError:
+        raise Http404 from None
+    history = documents.document_revisions(project, path)
+    if not history:
+        raise Http404
+    newest = history[-1].revision
+    old_number = cursor_value(request.GET.get("from"))
+    new_number = cursor_value(request.GET.get("to"))
+    if old_number is None:
+        old_number = max(newest - 1, 1)
+    if new_number is None:
+        new_number = newest
+    by_number = {row.revision: row for row in history}
+    if old_number not in by_number or new_number not in by_number:
+        raise Http404  # a revision this document never had
+    old = documents.document_revision(project, path, old_number)
+    new = documents.document_revision(project, path, new_number)
+    if old is None or new is None:
+        raise Http404
+    diff, problem = None, None
+    if old_number == new_number:
+        problem = f"Revision {old_number} compared with itself: choose two different revisions."
+    else:
+        try:
+            diff = line_diff(old.content, new.content)
+        except TooLarge as exc:
+            problem = f"These revisions are too long to compare on a page ({exc})."
+    return render(request, "memory/document_compare.html", {
+        **project_context(request, project, "documents"),
+        "path": path,
+        "old": old,
+        "new": new,
+        "history": list(reversed(history)),
+        "diff": diff,
+        "problem": problem,
+    })
+
+
+# --- review -----------------------------------------------------------------------------
+
+
+@login_required
+def candidate_list(request: HttpRequest, project_id: str) -> HttpResponse:
+    """The review queue: pending candidates first, then the resolved ones."""
+    project = project_or_404(request, project_id)
+    view = request.GET.get("status", "pending")
+    if view not in CANDIDATE_VIEWS:
+        view = "pending"
+    rows = selectors.candidate_list(
+        project=project, status=None if view == "resolved" else view
+    ).annotate(entry_seq=F("entry__seq"))
+    if view == "resolved":
+        rows = rows.exclude(status=MemoryCandidate.Status.PENDING)
+    page = keyset_page(rows, "id", cursor_value(request.GET.get("before")),
+                       cursor_value(request.GET.get("after")), PAGE_SIZE)
+    resolved: list[MemoryCandidate] = []
+    if view == "pending":
+        resolved = list(
+            selectors.candidate_list(project=project)
+            .exclude(status=MemoryCandidate.Status.PENDING)
+            .annotate(entry_seq=F("entry__seq"))
+            .order_by("-resolved_at", "-id")[:RECENTLY_RESOLVED]
+        )
+    context = project_context(request, project, "review")
+    return render(request, "memory/candidate_list.html", {
+        **context,
+        "page": page,
+        "view": view,
+        "views": CANDIDATE_VIEWS,
+        "filters": {"status": view} if view != "pending" else {},
+        "resolved": resolved,
+        "may_review": may_review(context["role"]),
+    })
+
+
+@login_required
+@require_POST
+def candidate_decide(request: HttpRequest, project_id: str, candidate_id: str,
+                     decision: str) -> HttpResponse:
+    """Approve or reject one candidate, then back to the queue with what happened.
+
+    The same services as POST .../candidates/{id}/approve and the admin's
+    buttons. As in the admin, a person's right to decide is their session
+    and role (here: operator member, or superuser), not the API's memory
+    write token, which guards bearer tokens; viewers get 403, nothing changed.
+    """
+    project = project_or_404(request, project_id)
+    if not may_review(member_role(request, project)):
+        raise PermissionDenied("only operators of this project decide candidates")
+    candidate = MemoryCandidate.objects.for_project(project).filter(uuid=candidate_id).first()
+    if candidate is None:
+        raise Http404
+    by = operator_name(request)
+    try:
+        if decision == "approve":
+            entry = services.candidate_approve(project=project, candidate=candidate, by=by)
+            messages.success(request, f"Approved: the candidate is now memory entry #{entry.seq}.")
+        else:
+            services.candidate_reject(project=project, candidate=candidate, by=by)
+            messages.success(request, "Rejected: the candidate will not become memory.")
+    except DomainError as exc:
+        messages.error(request, f"Nothing changed: {exc.message}.")
+    # 303: the browser fetches the queue with GET, so a reload never posts again.
+    return HttpResponseRedirect(reverse("memory:candidate-list", args=[project.pk]), status=303)
+
+
+# --- exports ----------------------------------------------------------------------------
+
+
+@login_required
+def memory_export(request: HttpRequest, project_id: str) -> StreamingHttpResponse:
+    return exports.memory_export_response(project_or_404(request, project_id))
+
+
+@login_required
+def documents_export(request: HttpRequest, project_id: str) -> StreamingHttpResponse:
+    return exports.documents_export_response(project_or_404(request, project_id))

@@ -21,6 +21,16 @@ urlpatterns = [
         name="mirror-text",
     ),
     path(
+        "projects/<project:project_id>/memory.jsonl",
+        views.MemoryExportView.as_view(),
+        name="memory-export",
+    ),
+    path(
+        "projects/<project:project_id>/documents.zip",
+        views.DocumentsExportView.as_view(),
+        name="documents-export",
+    ),
+    path(
         "projects/<project:project_id>/memory/verify",
         views.VerifyView.as_view(),
         name="entry-verify",

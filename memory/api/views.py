@@ -36,6 +36,7 @@ from gedweb.pagination import keyset_slice
 from memory import documents, selectors, services
 from memory.api import serializers as s
 from memory.api.permissions import IsAdmin
+from memory.exports import documents_export_response, memory_export_response
 from memory.models import MemoryCandidate, MemoryEntry, Project
 from memory.querysets import seq_order_key
 
@@ -212,6 +213,23 @@ class MirrorTextView(ProjectAPIView):
         return StreamingHttpResponse(chunks, content_type="text/markdown; charset=utf-8")
 
 
+class MemoryExportView(ProjectAPIView):
+    @extend_schema(
+        responses={
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="one entry a line, in seq order, each as GET .../memory/{ref} "
+                "answers it (every field, prev_hash and hash included), up to the newest "
+                "entry when the export began"),
+            **errors(401, 404),
+        },
+        operation_id="memory_export",
+        summary="Every entry as JSON Lines, streamed",
+    )
+    def get(self, request: Request, project_id: str) -> StreamingHttpResponse:
+        return memory_export_response(self.project)
+
+
 # --- candidates ---------------------------------------------------------------
 
 
@@ -306,6 +324,22 @@ class CandidateRejectView(CandidateActionView):
 
 
 # --- durable documents ------------------------------------------------------------
+
+
+class DocumentsExportView(ProjectAPIView):
+    @extend_schema(
+        responses={
+            (200, "application/zip"): OpenApiResponse(
+                OpenApiTypes.BINARY,
+                description="each document's current text at its path, every revision under "
+                "revisions/ and MANIFEST.json (author, time, reason, sha256 of each)"),
+            **errors(401, 404),
+        },
+        operation_id="documents_export",
+        summary="Every document revision as a zip archive, streamed",
+    )
+    def get(self, request: Request, project_id: str) -> StreamingHttpResponse:
+        return documents_export_response(self.project)
 
 DOCUMENT_PATH = OpenApiParameter(
     "path",

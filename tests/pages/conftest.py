@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from governance.models import ContextDelivery
 from memory import services
 from memory.models import Membership
 from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
@@ -24,11 +25,13 @@ class Site:
     operator: Any  # operator of alpha only
     outsider: Any  # member of beta only
     root: Any  # superuser, member of nothing
+    alpha_token: str = ""  # alpha's project token, for comparing a page with the API
 
 
 @pytest.fixture
 def site(make_project, django_user_model) -> Site:
-    alpha = seed_project(make_project("alpha", "Web shop").project)
+    made = make_project("alpha", "Web shop")
+    alpha = seed_project(made.project)
     beta = seed_project(make_project("beta", "Secret lab").project, author="agent-beta")
     for word in ("zanzibar", "quokka"):
         # Words only beta holds, to prove alpha's search and counts never see them.
@@ -42,7 +45,7 @@ def site(make_project, django_user_model) -> Site:
     Membership.objects.create(user=users["otto"], project=alpha.project,
                               role=Membership.Role.OPERATOR)
     Membership.objects.create(user=users["nina"], project=beta.project)
-    return Site(alpha, beta, users["vera"], users["otto"], users["nina"], root)
+    return Site(alpha, beta, users["vera"], users["otto"], users["nina"], root, made.token)
 
 
 def login(user: Any) -> Client:
@@ -56,6 +59,7 @@ def project_urls(seeded: Seeded) -> list[str]:
     p = seeded.project.pk
     work = seeded.work
     accepted = seeded.extra["accepted"]
+    delivery = ContextDelivery.objects.filter(project=seeded.project).order_by("id")[0].pk
     return [
         f"/p/{p}/",
         f"/p/{p}/memory/",
@@ -75,5 +79,13 @@ def project_urls(seeded: Seeded) -> list[str]:
         f"/p/{p}/standards/{accepted.pk}",
         f"/p/{p}/skills/",
         f"/p/{p}/skills/fix-flaky-test",
+        f"/p/{p}/compare/adr/0001-orders-on-postgresql.md?from=1&to=2",
+        f"/p/{p}/review/",
+        f"/p/{p}/review/?status=resolved",
+        f"/p/{p}/STANDARDS.md",
+        f"/p/{p}/memory.jsonl",
+        f"/p/{p}/documents.zip",
+        f"/p/{p}/context/{delivery}",
+        f"/p/{p}/context/{delivery}/bundle",
         f"/p/{p}/context/",
     ]

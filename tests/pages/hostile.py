@@ -33,6 +33,7 @@ def seed() -> dict[str, Any]:
 
     from governance import services as governance_services
     from governance.context import context_deliver
+    from governance.models import ContextDelivery
     from governance.skills import skill_put
     from memory import services
     from memory.documents import document_put
@@ -58,6 +59,17 @@ def seed() -> dict[str, Any]:
               content=SKILL.format(name="long-" + "s" * 50, title="Long " + TOKEN[:200],
                                    description="Describes " + TOKEN[:300]))
     context_deliver(project=project, work=work, author="agent-" + "c" * 60, output_format="text")
+    # The review queue, the compare page and a delivered bundle, with the same hostile text.
+    services.candidate_create(project=project, author="agent-" + "p" * 60, category="finding",
+                              source="s" * 120, content=HOSTILE_TEXT)
+    decided = services.candidate_create(project=project, author="agent-claude", category="note",
+                                        content=TOKEN)
+    services.candidate_approve(project=project, candidate=decided, by="user:" + "o" * 50)
+    document_put(project=project, path="adr/0002-hostile.md", author="agent-claude",
+                 content="# ADR 0002\n\nFirst.\n")
+    document_put(project=project, path="adr/0002-hostile.md", author="agent-claude",
+                 content="# ADR 0002\n\n" + HOSTILE_TEXT, expected_revision=1)
+    delivery = ContextDelivery.objects.filter(project=project).order_by("-id")[0].pk
     users = {}
     for name, role in (("vera", Membership.Role.VIEWER), ("otto", Membership.Role.OPERATOR)):
         users[name] = User.objects.create_user(name, f"{name}@example.org", PASSWORD)
@@ -73,6 +85,8 @@ def seed() -> dict[str, Any]:
         f"/p/{p}/work/", f"/p/{p}/work/{work.work_id}/", f"/p/{p}/work/{work.work_id}/revisions/1",
         f"/p/{p}/standards/", f"/p/{p}/standards/{accepted.pk}", f"/p/{p}/skills/",
         f"/p/{p}/skills/fix-flaky-test", f"/p/{p}/skills/long-{'s' * 50}", f"/p/{p}/context/",
+        f"/p/{p}/review/", f"/p/{p}/review/?status=resolved",
+        f"/p/{p}/compare/adr/0002-hostile.md?from=1&to=2", f"/p/{p}/context/{delivery}",
     ]
     return {"project": p, "users": sorted(users), "password": PASSWORD, "pages": pages,
             "missing": [f"/p/{p}/memory/99999", "/p/no-such-project/", "/no/such/route"]}

@@ -46,9 +46,11 @@ settings.
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 import textwrap
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +145,8 @@ API: list[Row] = [
     Row("GET", f"{P}/memory/<ref:ref>", READ, "by seq or uuid", "/v1/projects/{p}/memory/{seq}"),
     Row("GET", f"{P}/memory/verify", READ, "", "/v1/projects/{p}/memory/verify"),
     Row("GET", f"{P}/memory.md", READ, "the mirror text", "/v1/projects/{p}/memory.md"),
+    Row("GET", f"{P}/memory.jsonl", READ, "every entry, JSON Lines",
+        "/v1/projects/{p}/memory.jsonl"),
     Row("GET", f"{P}/memory/candidates", READ, "", "/v1/projects/{p}/memory/candidates"),
     Row("POST", f"{P}/memory/candidates", write(201), "any project token proposes",
         "/v1/projects/{p}/memory/candidates", "candidate", rw(CANDIDATE, QUOTA)),
@@ -155,6 +159,7 @@ API: list[Row] = [
         "/v1/projects/{p}/memory/candidates/{candidate}/reject", None, rw(CANDIDATE), MW),
     # --- documents ------------------------------------------------
     Row("GET", f"{P}/documents", READ, "", "/v1/projects/{p}/documents"),
+    Row("GET", f"{P}/documents.zip", READ, "every revision, zip", "/v1/projects/{p}/documents.zip"),
     Row("GET", f"{P}/documents/<docpath:path>", READ, "", "/v1/projects/{p}/documents/PROJECT.md"),
     Row("PUT", f"{P}/documents/<docpath:path>", write(201), "not a memory write",
         "/v1/projects/{p}/documents/adr/0002-matrix.md", "document", rw(DOCUMENT, QUOTA, LEDGER)),
@@ -270,6 +275,9 @@ PAGE_LABELS = {
 }
 
 PROJECT_PAGE = (302, 404, 200, 200, 200)
+# A review decision: viewers are refused, operators and superusers decide and are
+# sent back to the queue (303); anonymous visitors go to the login page (302).
+DECIDE_PAGE = (302, 404, 403, 303, 303)
 OPEN_PAGE = (200,) * 5
 
 
@@ -314,22 +322,48 @@ PAGES: list[PageRow] = [
             ("/p/{p}/memory/{seq}", "/p/{p}/memory/{uuid}")),
     PageRow("GET", f"{PP}mirror/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/mirror/",)),
     PageRow("GET", f"{PP}MEMORY.md", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/MEMORY.md",)),
+    PageRow("GET", f"{PP}memory.jsonl", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/memory.jsonl",)),
+    PageRow("GET", f"{PP}documents.zip", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/documents.zip",)),
     PageRow("GET", f"{PP}documents/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/documents/",)),
     PageRow("GET", f"{PP}documents/<docpath:path>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/documents/PROJECT.md",
              "/p/{p}/documents/adr/0001-orders-on-postgresql.md?revision=1")),
+    PageRow("GET", f"{PP}compare/<docpath:path>", PROJECT_PAGE, LOGIN_NOTE,
+            ("/p/{p}/compare/adr/0001-orders-on-postgresql.md?from=1&to=2",)),
+    PageRow("GET", f"{PP}review/", PROJECT_PAGE, LOGIN_NOTE,
+            ("/p/{p}/review/", "/p/{p}/review/?status=resolved")),
+    PageRow("POST", f"{PP}review/<uuid_text:candidate_id>/approve", DECIDE_PAGE,
+            "operators decide; viewers 403", ("/p/{p}/review/{candidate}/approve",)),
+    PageRow("POST", f"{PP}review/<uuid_text:candidate_id>/reject", DECIDE_PAGE,
+            "operators decide; viewers 403", ("/p/{p}/review/{candidate}/reject",)),
     PageRow("GET", f"{PP}work/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/work/",)),
     PageRow("GET", f"{PP}work/<work:work_id>/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/work/{work}/",)),
     PageRow("GET", f"{PP}work/<work:work_id>/revisions/<number:number>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/work/{work}/revisions/1",)),
     PageRow("GET", f"{PP}standards/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/standards/",)),
+    PageRow("GET", f"{PP}STANDARDS.md", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/STANDARDS.md",)),
     PageRow("GET", f"{PP}standards/<number:import_id>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/standards/{accepted_import}",)),
     PageRow("GET", f"{PP}skills/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/skills/",)),
     PageRow("GET", f"{PP}skills/<text:name>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/skills/fix-flaky-test",)),
     PageRow("GET", f"{PP}context/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/context/",)),
+    PageRow("GET", f"{PP}context/<number:delivery_id>", PROJECT_PAGE, LOGIN_NOTE,
+            ("/p/{p}/context/{delivery}",)),
+    PageRow("GET", f"{PP}context/<number:delivery_id>/bundle", PROJECT_PAGE, LOGIN_NOTE,
+            ("/p/{p}/context/{delivery}/bundle",)),
 ]
+
+
+def response_bytes(response: Any) -> bytes:
+    """A response's body; for a zip archive, its members' bytes, so B's words cannot hide
+    compressed."""
+    body: bytes = (b"".join(response.streaming_content) if response.streaming
+                   else response.content)
+    if body and response.get("Content-Type") == "application/zip":
+        with zipfile.ZipFile(io.BytesIO(body)) as archive:
+            return b"\n".join(archive.read(name) for name in archive.namelist())
+    return body
 
 
 # --- route enumeration ---------------------------------------------------------------------------
@@ -468,7 +502,7 @@ def build_world() -> World:
 
     from governance import services as gs
     from governance.handoffs import handoff_put
-    from governance.models import WorkItem
+    from governance.models import ContextDelivery, WorkItem
     from governance.skills import skill_put
     from governance.standards import standards_import_submit
     from memory import services
@@ -498,6 +532,7 @@ def build_world() -> World:
         "rev_work": gs.latest_revision(a.work).revision,
         "pending_import": a.extra["claude"].pk, "pending_sha256": a.extra["claude"].sha256,
         "accepted_import": a.extra["accepted"].pk, "session": "sess-a",
+        "delivery": ContextDelivery.objects.filter(project=pa).order_by("id")[0].pk,
         **_governed(pa, "a", "alpha"),
     }
 

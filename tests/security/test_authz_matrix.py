@@ -235,10 +235,7 @@ def test_methods_a_route_does_not_serve_answer_405(world: m.World, db: None,
     assert changed(before, snapshot()) == set()
 
 
-def content(response: Any) -> bytes:
-    if response.streaming:
-        return b"".join(response.streaming_content)
-    return response.content
+content = m.response_bytes
 
 
 # --- the pages matrix -------------------------------------------------------------------------

@@ -52,6 +52,7 @@ APPEND_ONLY_TABLES = (
     + importlib.import_module("governance.migrations.0002_append_only").TABLES
     + importlib.import_module("governance.migrations.0004_append_only").TABLES
     + importlib.import_module("governance.migrations.0006_ledgerrecord").TABLES
+    + importlib.import_module("governance.migrations.0008_contextbundle").TABLES
     + (ENTRIES,)
 )
 

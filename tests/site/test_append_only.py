@@ -31,6 +31,8 @@ MESSAGES = {
                       "allowed secret findings are append-only and cannot be deleted"),
     "DocumentRevision": ("document revisions are append-only; add a revision instead",
                          "document revisions are append-only and cannot be deleted"),
+    "ContextBundle": ("context bundles are append-only",
+                      "context bundles are append-only and cannot be deleted"),
 }
 
 
