@@ -33,8 +33,8 @@ def seed() -> dict[str, Any]:
 
     from governance import services as governance_services
     from governance.context import context_deliver
-    from governance.skills import skill_put
     from governance.models import ContextDelivery
+    from governance.skills import skill_put
     from memory import services
     from memory.documents import document_put
     from memory.models import Membership
