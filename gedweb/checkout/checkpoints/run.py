@@ -61,13 +61,17 @@ def _publish_marker(root: Path, plan: Mapping[str, Any], name: str) -> None:
 
 def _run(root: Path, now: datetime | None) -> CheckpointResult:
     data = safefs.read_bytes(root, PLAN_PATH)
-    if data is None:
-        leftovers = journal_leftovers(root)
-        if leftovers:
+    leftovers = journal_leftovers(root) if data is None else []
+    if leftovers:
+        # A concurrent run may have published its plan between the read and
+        # the listing: what it published is then read here and adopted.
+        data = safefs.read_bytes(root, PLAN_PATH)
+        if data is None:
             raise CheckpointError(
                 INVALID_JOURNAL,
                 f"{MIGRATION_DIR} has journal files but no PLAN.json: {', '.join(leftovers)}",
             )
+    if data is None:
         inventory = discover(root)
         if not inventory.candidates:
             return CheckpointResult(status="not-needed")
