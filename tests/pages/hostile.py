@@ -45,7 +45,7 @@ def seed() -> dict[str, Any]:
     hostile = services.memory_entry_create(project=project, author="agent-claude",
                                            category="finding", source="log-scanner",
                                            content=HOSTILE_TEXT).entry
-    services.memory_entry_create(project=project, author="agent-" + "a" * 60,
+    services.memory_entry_create(project=project, author="agent-" + "a" * 58,
                                  category="note." + "n" * 58, source="s" * 120,
                                  content=TOKEN).entry
     document_put(project=project, path="reports/hostile-layout.md", content="# Wide\n\n"
@@ -58,9 +58,9 @@ def seed() -> dict[str, Any]:
               source=LONG_URL,
               content=SKILL.format(name="long-" + "s" * 50, title="Long " + TOKEN[:200],
                                    description="Describes " + TOKEN[:300]))
-    context_deliver(project=project, work=work, author="agent-" + "c" * 60, output_format="text")
+    context_deliver(project=project, work=work, author="agent-" + "c" * 58, output_format="text")
     # The review queue, the compare page and a delivered bundle, with the same hostile text.
-    services.candidate_create(project=project, author="agent-" + "p" * 60, category="finding",
+    services.candidate_create(project=project, author="agent-" + "p" * 58, category="finding",
                               source="s" * 120, content=HOSTILE_TEXT)
     decided = services.candidate_create(project=project, author="agent-claude", category="note",
                                         content=TOKEN)
