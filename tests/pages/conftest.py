@@ -12,9 +12,7 @@ from governance.models import ContextDelivery
 from memory import services
 from memory.models import Membership
 from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
-from tests.pages.seed import Seeded, seed_project
-
-PASSWORD = "pw-correct-horse-battery"
+from tests.pages.seed import PASSWORD, Seeded, seed_project
 
 
 @dataclass

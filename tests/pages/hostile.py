@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.pages.seed import PASSWORD
+
 TOKEN = "k" + "9f3a" * 100  # 401 characters with no place to break
 WIDE_TABLE = ("| " + " | ".join(f"column-{n}-with-a-long-heading" for n in range(10)) + " |\n"
               + "|" + " --- |" * 10 + "\n"
@@ -25,7 +27,6 @@ LONG_CODE = "```\n" + "x = compute(" + ", ".join(f"argument_{n}" for n in range(
 LONG_URL = "https://example.org/" + "/".join(f"segment-{n}" for n in range(30))
 HOSTILE_TEXT = (f"Token seen in a log line: {TOKEN}\n\n{WIDE_TABLE}\n{LONG_CODE}\n"
                 f"See {LONG_URL} and `{TOKEN[:120]}`.\n")
-PASSWORD = "pw-correct-horse-battery"
 
 
 def seed() -> dict[str, Any]:

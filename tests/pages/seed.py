@@ -18,6 +18,9 @@ from memory import services
 from memory.documents import document_put
 from memory.models import MemoryEntry, Project
 
+# The one password of every person the page tests, browser tests and screenshots log in as.
+PASSWORD = "pw-correct-horse-battery"
+
 PROJECT_MD = """# Web shop
 
 The customer-facing shop: catalogue, basket, checkout and order history.

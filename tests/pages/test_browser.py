@@ -1,10 +1,12 @@
 """The team pages in a real browser: Debian's chromium driven by Playwright.
 
-A person logs in through the form and browses, searches and opens an
-entry; a corpus of script-injection payloads stored as agent text never runs,
-first with the CSP enforced and then with the browser told to ignore it, so
-the sanitiser is proven on its own. The browser comes from tests/browser.py:
-skipped outside CI where chromium or playwright is missing, a failure on CI.
+The site is a gunicorn started as `make run` starts it (tests/pages/live.py),
+seeded by tests/pages/browser_seed.py. A person logs in through the form and
+browses, searches and opens an entry; a corpus of script-injection payloads
+stored as agent text never runs, first with the CSP enforced and then with
+the browser told to ignore it, so the sanitiser is proven on its own. The
+browser comes from tests/browser.py: skipped outside CI where chromium or
+playwright is missing, a failure on CI.
 """
 
 from __future__ import annotations
@@ -15,14 +17,9 @@ from typing import Any
 
 import pytest
 
-from governance import services as governance_services
-from governance.standards import standards_import_submit
-from memory import services
-from memory.documents import document_put
-from memory.models import Membership
 from tests.browser import chromium, require_browser
-from tests.pages.conftest import PASSWORD
-from tests.pages.seed import seed_project
+from tests.pages.live import seeded_site
+from tests.pages.seed import PASSWORD
 from tests.pages.xss import PAYLOADS
 
 pytestmark = [pytest.mark.live_server, pytest.mark.browser]
@@ -65,14 +62,11 @@ class Watch:
         return [text for text in self.console if "Content Security Policy" in text]
 
 
-@pytest.fixture
-def people(live_db, live_server, make_project, django_user_model) -> dict[str, Any]:
-    alpha = seed_project(make_project("alpha", "Web shop").project)
-    beta = make_project("beta", "Secret lab").project
-    services.memory_entry_create(project=beta, author="b", category="secret", content="zanzibar")
-    vera = django_user_model.objects.create_user("vera", "vera@example.org", PASSWORD)
-    Membership.objects.create(user=vera, project=alpha.project)
-    return {"alpha": alpha, "base": live_server.url}
+@pytest.fixture(scope="module")
+def people(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    with seeded_site(tmp_path_factory.mktemp("browser"), "tests.pages.browser_seed") as (
+            server, facts):
+        yield {"base": f"http://127.0.0.1:{server.port}", "server": server, **facts}
 
 
 def follow(page: Any, selector: str) -> None:
@@ -138,38 +132,9 @@ def test_a_member_logs_in_browses_searches_and_opens_an_entry(browser, people):
     context.close()
 
 
-def _store_corpus(alpha: Any) -> list[str]:
-    project = alpha.project
-    first = None
-    for payload in PAYLOADS:
-        entry = services.memory_entry_create(project=project, author="mallory", category="xss",
-                                             source="attacker", content=payload).entry
-        first = first or entry
-    corpus = "\n\n".join(PAYLOADS)
-    document_put(project=project, path="adr/0099-xss.md", author="mallory",
-                 content="# XSS corpus\n\n" + corpus)
-    document_put(project=project, path="PROJECT.md", author="mallory", expected_revision=1,
-                 content="# Web shop\n\n" + corpus)
-    work = alpha.work
-    governance_services.work_file_write(work=work, name="DIRECT.md", author="mallory",
-                                        content="# Direct\n\n" + corpus)
-    row, _ = standards_import_submit(project=project, path="GEMINI.md", author="mallory",
-                                     content=corpus)
-    return [
-        "/p/alpha/",
-        "/p/alpha/memory/?category=xss",
-        "/p/alpha/memory/?q=xss",
-        "/p/alpha/mirror/",
-        "/p/alpha/documents/adr/0099-xss.md",
-        f"/p/alpha/work/{work.work_id}/",
-        f"/p/alpha/standards/{row.pk}",
-        "/p/alpha/standards/",
-    ] + [f"/p/alpha/memory/{seq}" for seq in range(first.seq, first.seq + len(PAYLOADS))]
-
-
 @pytest.mark.parametrize("bypass_csp", [False, True], ids=["csp-enforced", "csp-bypassed"])
 def test_a_stored_xss_corpus_never_executes(browser, people, bypass_csp):
-    pages = _store_corpus(people["alpha"])
+    pages = people["xss_pages"]
     # With bypass_csp the browser ignores the policy, so only the sanitiser stands
     # between the payloads and the page.
     context = browser.new_context(bypass_csp=bypass_csp)
@@ -213,8 +178,7 @@ def test_the_api_docs_and_admin_login_work_under_the_policy(browser, people):
     context.close()
 
 
-def test_operators_use_the_admin_under_the_policy(browser, people, django_user_model):
-    django_user_model.objects.create_superuser("root", "root@example.org", PASSWORD)
+def test_operators_use_the_admin_under_the_policy(browser, people):
     context = browser.new_context()
     watch = Watch(context.new_page(), people["base"])
     watch.open("/admin/login/")

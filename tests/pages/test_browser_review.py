@@ -3,7 +3,9 @@
 An operator approves a candidate and opens the entry it became; a viewer
 sees the queue without buttons and a POST forged with their own session and
 CSRF token is refused; a member compares two revisions of a document and
-opens a delivered context bundle, whose bytes are the API's. Skipped
+opens a delivered context bundle, whose bytes are the API's. The site is a
+gunicorn started as `make run` starts it (tests/pages/live.py), seeded by
+tests/pages/browser_seed.py; what changed is read from its database. Skipped
 outside CI when chromium or playwright is missing (tests/browser.py).
 """
 
@@ -15,12 +17,10 @@ from typing import Any
 
 import pytest
 
-from governance.models import ContextDelivery
-from memory import services
-from memory.models import Membership, MemoryCandidate, MemoryEntry
 from tests.browser import chromium, require_browser
-from tests.pages.conftest import PASSWORD
-from tests.pages.seed import seed_project
+from tests.live_server import LiveGunicorn
+from tests.pages.live import seeded_site
+from tests.pages.seed import PASSWORD
 
 pytestmark = [pytest.mark.live_server, pytest.mark.browser]
 
@@ -33,19 +33,21 @@ def browser() -> Iterator[Any]:
         yield instance
 
 
-@pytest.fixture
-def team(live_db, live_server, make_project, django_user_model) -> dict[str, Any]:
-    made = make_project("alpha", "Web shop")
-    alpha = seed_project(made.project)
-    vera = django_user_model.objects.create_user("vera", "vera@example.org", PASSWORD)
-    otto = django_user_model.objects.create_user("otto", "otto@example.org", PASSWORD)
-    Membership.objects.create(user=vera, project=alpha.project)
-    Membership.objects.create(user=otto, project=alpha.project, role=Membership.Role.OPERATOR)
-    candidate = services.candidate_create(
-        project=alpha.project, author="agent-codex", category="idea", source="planner",
-        content="Cache the **formatted price** per currency for the catalogue page.")
-    return {"alpha": alpha, "base": live_server.url, "candidate": candidate,
-            "token": made.token}
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    with seeded_site(tmp_path_factory.mktemp("review"), "tests.pages.browser_seed") as (
+            server, facts):
+        yield {"base": f"http://127.0.0.1:{server.port}", "server": server, **facts}
+
+
+def entry_count(server: LiveGunicorn, project: str) -> int:
+    return server.sql("SELECT count(*) FROM memory_memoryentry WHERE project_id = %s",
+                      (project,))[0][0]
+
+
+def candidate_state(server: LiveGunicorn, candidate_id: int) -> tuple[str, Any]:
+    return server.sql("SELECT status, entry_id FROM memory_memorycandidate WHERE id = %s",
+                      (candidate_id,))[0]
 
 
 class Session:
@@ -78,7 +80,8 @@ class Session:
 
 
 def test_an_operator_approves_and_the_entry_appears(browser, team):
-    before = MemoryEntry.objects.filter(project=team["alpha"].project).count()
+    server = team["server"]
+    before = entry_count(server, "alpha")
     otto = Session(browser, team["base"], "otto")
     otto.open("/p/alpha/")
     otto.follow("nav.tabs >> text=Review")
@@ -96,27 +99,30 @@ def test_an_operator_approves_and_the_entry_appears(browser, team):
     assert "formatted price" in otto.page.inner_text("main")
     # Reloading the queue after the decision posts nothing again (303 to a GET).
     otto.page.reload()
-    assert MemoryEntry.objects.filter(project=team["alpha"].project).count() == before + 1
+    assert entry_count(server, "alpha") == before + 1
+    status, entry_id = candidate_state(server, team["approve"]["id"])
+    assert status == "approved" and entry_id is not None
     otto.close()
 
 
 def test_a_viewer_sees_no_buttons_and_a_forged_post_is_refused(browser, team):
-    candidate = team["candidate"]
+    candidate = team["forged"]
+    before = entry_count(team["server"], "gamma")
     vera = Session(browser, team["base"], "vera")
-    vera.open("/p/alpha/review/")
+    vera.open("/p/gamma/review/")
     assert vera.page.locator("article.candidate.pending").count() == 1
     assert vera.page.locator("article.candidate button").count() == 0
     assert vera.page.locator("form[method=post][action*='/review/']").count() == 0
     # The viewer's own session and a valid CSRF token: refused all the same.
     token = next(c["value"] for c in vera.context.cookies() if c["name"] == "csrftoken")
     response = vera.page.request.post(
-        f"{team['base']}/p/alpha/review/{candidate.uuid}/approve",
+        f"{team['base']}/p/gamma/review/{candidate['uuid']}/approve",
         form={"csrfmiddlewaretoken": token},
-        headers={"Referer": team["base"] + "/p/alpha/review/"}, max_redirects=0)
+        headers={"Referer": team["base"] + "/p/gamma/review/"}, max_redirects=0)
     assert response.status == 403
     assert "CSRF" not in response.text()  # refused for the role, not for the token
-    candidate.refresh_from_db()
-    assert candidate.status == MemoryCandidate.Status.PENDING and candidate.entry is None
+    assert candidate_state(team["server"], candidate["id"]) == ("pending", None)
+    assert entry_count(team["server"], "gamma") == before
     vera.close()
 
 
@@ -138,15 +144,14 @@ def test_a_member_compares_two_revisions(browser, team):
 def test_a_member_opens_a_delivered_bundle(browser, team):
     vera = Session(browser, team["base"], "vera")
     vera.open("/p/alpha/context/")
-    delivery = ContextDelivery.objects.filter(project=team["alpha"].project, format="text"
-                                              ).order_by("id").first()
-    vera.follow(f"a[href='/p/alpha/context/{delivery.pk}']")
-    assert vera.page.inner_text("main h1") == f"Context delivery #{delivery.pk}"
+    delivery = team["delivery"]
+    vera.follow(f"a[href='/p/alpha/context/{delivery['id']}']")
+    assert vera.page.inner_text("main h1") == f"Context delivery #{delivery['id']}"
     assert vera.page.locator("section.bundle-section").count() >= 3
-    assert delivery.sha256 in vera.page.inner_text("dl.facts")
-    raw = vera.page.request.get(f"{team['base']}/p/alpha/context/{delivery.pk}/bundle")
+    assert delivery["sha256"] in vera.page.inner_text("dl.facts")
+    raw = vera.page.request.get(f"{team['base']}/p/alpha/context/{delivery['id']}/bundle")
     assert raw.status == 200
-    assert hashlib.sha256(raw.body()).hexdigest() == delivery.sha256
+    assert hashlib.sha256(raw.body()).hexdigest() == delivery["sha256"]
     vera.open("/p/alpha/standards/")
     vera.follow("dl.facts >> text=served")
     assert vera.page.url == team["base"] + "/p/alpha/STANDARDS.md"

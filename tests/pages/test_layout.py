@@ -20,6 +20,7 @@ import pytest
 
 from tests.browser import chromium, require_browser
 from tests.live_server import REPO, LiveGunicorn
+from tests.pages.live import seeded_site
 
 pytestmark = [pytest.mark.live_server, pytest.mark.browser, pytest.mark.slow]
 
@@ -38,10 +39,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveGunicor
         if os.environ.get("CI"):
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
-    with LiveGunicorn.running(tmp_path_factory.mktemp("layout"), WEB_CONCURRENCY="2") as server:
-        done = server.manage("shell", "-c", "from tests.pages.hostile import main; main()")
-        assert done.returncode == 0, done.stdout + done.stderr
-        yield server, json.loads(done.stdout.strip().splitlines()[-1])
+    with seeded_site(tmp_path_factory.mktemp("layout"), "tests.pages.hostile") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
