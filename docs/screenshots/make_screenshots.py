@@ -2,7 +2,8 @@
 
 Seeds a throwaway SQLite database with a realistic demo project (through
 GedWeb's services, as agents would write it), serves it on 127.0.0.1 and
-saves PNGs of the main pages next to this file with Debian's chromium:
+saves PNGs of the main pages next to this file with Debian's chromium, on a
+desktop (NAME.png, 1280 px wide) and on a phone (NAME-390.png, 390 px):
 
     .venv/bin/python docs/screenshots/make_screenshots.py
 
@@ -106,17 +107,19 @@ def main() -> None:
     ]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 860})
-        page.goto(base + "/accounts/login/")
-        page.screenshot(path=str(HERE / "login.png"))
-        page.fill("#id_username", "vera")
-        page.fill("#id_password", PASSWORD)
-        with page.expect_navigation():
-            page.click("button[type=submit]")
-        for name, path in pages:
-            page.goto(base + path)
-            page.screenshot(path=str(HERE / f"{name}.png"))
-            print(f"docs/screenshots/{name}.png  {path}")
+        for width, height, suffix in ((1280, 860, ""), (390, 844, "-390")):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(base + "/accounts/login/")
+            page.screenshot(path=str(HERE / f"login{suffix}.png"))
+            page.fill("#id_username", "vera")
+            page.fill("#id_password", PASSWORD)
+            with page.expect_navigation():
+                page.click("button[type=submit]")
+            for name, path in pages:
+                page.goto(base + path)
+                page.screenshot(path=str(HERE / f"{name}{suffix}.png"))
+                print(f"docs/screenshots/{name}{suffix}.png  {path}")
+            page.close()
         browser.close()
     server.shutdown()
 
