@@ -35,6 +35,7 @@ import workload  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from gedweb.lib.chain import GENESIS_HASH, entry_hash  # noqa: E402
+from gedweb.lib.digest import sha256_text  # noqa: E402
 from memory.models import MemoryEntry, Project  # noqa: E402
 
 AUTHOR = "seed"
@@ -67,6 +68,7 @@ def seed(project: Project, count: int, batch_size: int) -> str:
                 corrects=corrects,
                 author=AUTHOR,
                 created_at=base + step * seq,
+                content_sha256=sha256_text(fields["content"]),  # chain format 2, as appends
                 prev_hash=prev,
             )
             entry.hash = entry_hash(prev, entry.chained_fields())

@@ -159,20 +159,26 @@ def make_append_only(*tables: str) -> migrations.RunPython:
 
 def _entries_migration() -> Any:
     # Memory entries got their triggers first, by name, in memory 0002; that
-    # migration's statements stay the one source of what they are.
+    # migration's statements stay the one source of what they are, but for
+    # UPDATE, which memory 0014 replaced to let a redaction through.
     return importlib.import_module("memory.migrations.0002_append_only_and_search")
+
+
+def _redaction_migration() -> Any:
+    return importlib.import_module("memory.migrations.0014_redaction")
 
 
 def expected_triggers(vendor: str, table: str) -> dict[str, str]:
     """Trigger name -> the statement that created it, as the migrations ran it."""
     if vendor == "sqlite":
         if table == ENTRIES:
-            statements = _entries_migration().SQLITE_FORWARD[:2]
+            statements = [_redaction_migration().SQLITE_FORWARD[1],
+                          _entries_migration().SQLITE_FORWARD[1]]
         else:
             statements = sqlite_forward(table)
     elif vendor == "postgresql":
         statements = (
-            _entries_migration().POSTGRES_FORWARD[1:2] if table == ENTRIES
+            _redaction_migration().POSTGRES_FORWARD[2:3] if table == ENTRIES
             else postgres_forward(table)
         )
     else:
@@ -180,8 +186,14 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
     return {statement.split()[2]: statement for statement in statements}
 
 
-def refuse_change_function() -> str:
-    """The PostgreSQL trigger function's body (between its $$), as memory 0002 created it."""
-    function_statement: str = _entries_migration().POSTGRES_FORWARD[0]
-    return function_statement.split("$$")[1]
+def trigger_function(table: str) -> str:
+    """The PostgreSQL function a table's append-only trigger runs."""
+    return "gedweb_entry_change" if table == ENTRIES else "gedweb_refuse_change"
 
+
+def trigger_functions() -> dict[str, str]:
+    """Each PostgreSQL trigger function -> its body (between its $$), as the migrations made it."""
+    return {
+        "gedweb_refuse_change": _entries_migration().POSTGRES_FORWARD[0].split("$$")[1],
+        "gedweb_entry_change": _redaction_migration().POSTGRES_FORWARD[0].split("$$")[1],
+    }

@@ -27,3 +27,14 @@ class GovernanceConfig(AppConfig):
         from governance import secret_sources
 
         secret_sources.register()
+
+        # A redaction (memory.redaction) reports the stored context bundles
+        # that still hold the content it removed.
+        from governance.models import ContextBundle
+        from memory import redaction
+
+        redaction.register_copies(
+            "context_bundles",
+            lambda project, text: ContextBundle.objects.filter(
+                project=project, text__contains=text).count(),
+        )

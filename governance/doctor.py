@@ -29,6 +29,7 @@ from governance import ledger_checkpoints
 from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
 from memory import mirror
 from memory.models import MemoryEntry, Project
+from memory.redaction import pre_format_entries
 from memory.services import memory_chain_verify
 from memory.validators import validate_token_name
 
@@ -75,7 +76,12 @@ def check_chain(project: Project) -> Outcome:
         noun = "entry" if report.entries == 1 else "entries"
         matched = (f", matches the checkpoint at seq {report.checkpoint.seq}"
                    if report.checkpoint is not None else "")
-        return Outcome("chain", summary=f"{report.entries} {noun}{matched}")
+        redacted = f", {report.redacted} redacted" if report.redacted else ""
+        # Said on every run, so an operator knows before a redaction is refused.
+        old = pre_format_entries(project)
+        pre_format = (f", {old} in chain format 1 (written before format 2: cannot be redacted)"
+                      if old else "")
+        return Outcome("chain", summary=f"{report.entries} {noun}{redacted}{pre_format}{matched}")
     return Outcome("chain", [problem.message for problem in report.problems])
 
 
@@ -367,14 +373,14 @@ def _postgres_trigger_problems(cursor: Any) -> list[str]:
     if role_mode != "origin":
         problems.append(f"session_replication_role is {role_mode!r} for this connection "
                         "(a role or database setting): row triggers do not fire")
-    cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'gedweb_refuse_change'")
-    bodies = [row[0] for row in cursor.fetchall()]
-    if not bodies:
-        problems.append("function gedweb_refuse_change() is missing")
-    elif any(_normalized(b) != _normalized(append_only.refuse_change_function())
-             for b in bodies):
-        problems.append("function gedweb_refuse_change() is not the one GedWeb's migrations "
-                        "created: its body differs")
+    for function, body in append_only.trigger_functions().items():
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [function])
+        bodies = [row[0] for row in cursor.fetchall()]
+        if not bodies:
+            problems.append(f"function {function}() is missing")
+        elif any(_normalized(found) != _normalized(body) for found in bodies):
+            problems.append(f"function {function}() is not the one GedWeb's migrations "
+                            "created: its body differs")
     cursor.execute(
         "SELECT c.relname, t.tgname, t.tgenabled, p.proname, t.tgtype "
         "FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
@@ -398,9 +404,10 @@ def _postgres_trigger_problems(cursor: Any) -> list[str]:
             if enabled not in _FIRING:
                 problems.append(f"{table}: trigger {name} is disabled "
                                 f"(tgenabled {enabled!r}: ALTER TABLE ... ENABLE TRIGGER {name})")
-            if function != "gedweb_refuse_change" or kind & wanted_type != wanted_type:
+            wanted_function = append_only.trigger_function(table)
+            if function != wanted_function or kind & wanted_type != wanted_type:
                 problems.append(f"{table}: trigger {name} is not the one GedWeb's migrations "
-                                "created (it must run gedweb_refuse_change() BEFORE UPDATE OR "
+                                f"created (it must run {wanted_function}() BEFORE UPDATE OR "
                                 "DELETE FOR EACH ROW)")
     return problems
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -28,7 +29,8 @@ from gedweb.admin import (
     post_only_url,
 )
 from gedweb.errors import DomainError
-from memory import quotas, secret_scan, services
+from gedweb.validation import validation_error_line
+from memory import quotas, redaction, secret_scan, services
 from memory.models import (
     AllowedSecret,
     ChainCheckpoint,
@@ -283,10 +285,49 @@ class MemoryEntryAdmin(ReadOnlyAdmin):
     search_help_text = "Words of the content (full-text), or a uuid, category, source or author."
     ordering = ["project_id", "-seq"]
     show_full_result_count = False
+    actions = ["redact_entries"]
 
     @admin.display(description="content")
     def short_content(self, obj: MemoryEntry) -> str:
         return Truncator(obj.content).chars(80)
+
+    # Redaction removes content for good: its own permission, which no
+    # operator role grants by default (docs/operations.md, "Redaction").
+    def has_redact_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("memory.redact_memoryentry")
+
+    @admin.action(description="Redact content of selected entries (permanent)",
+                  permissions=["redact"])
+    def redact_entries(self, request: HttpRequest, queryset: QuerySet[MemoryEntry]
+                       ) -> HttpResponse | None:
+        entries = list(queryset.select_related("project").order_by("project_id", "seq"))
+        reason = request.POST.get("reason", "")
+        if request.POST.get("confirm") != "yes" or not reason.strip():
+            if request.POST.get("confirm") == "yes":
+                self.message_user(request, "Say why the content is redacted.", messages.ERROR)
+            return TemplateResponse(request, "admin/memory/memoryentry/redact.html", {
+                **self.admin_site.each_context(request), "opts": self.model._meta,
+                "entries": entries, "reason": reason, "by": operator_name(request),
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                "title": "Redact content",
+            })
+        done = 0
+        for entry in entries:
+            try:
+                redaction.memory_entry_redact(project=entry.project, seq=entry.seq,
+                                              reason=reason, by=operator_name(request))
+            except DomainError as exc:
+                self.message_user(request, f"{entry}: {exc.message}", messages.ERROR)
+                continue
+            except ValidationError as exc:
+                self.message_user(request, f"{entry}: {validation_error_line(exc)}",
+                                  messages.ERROR)
+                continue
+            done += 1
+        if done:
+            self.message_user(request, f"Redacted {done} entr{'y' if done == 1 else 'ies'}.",
+                              messages.SUCCESS)
+        return None
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[MemoryEntry], search_term: str

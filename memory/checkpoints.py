@@ -114,6 +114,7 @@ class VerifyReport:
     first_bad_seq: int | None
     checkpoint: Checkpoint | None = None
     problems: list[Problem] = field(default_factory=list)
+    redacted: int = 0  # entries whose content a redaction record removed, each explained
 
 
 # --- authentication ---------------------------------------------------------------------
@@ -492,12 +493,21 @@ def _diagnose(project_id: str, position: int) -> str:
     # The next entry's prev_hash tells which side changed: it still names
     # either the stored hash (the fields changed) or the recomputed one.
     computed = entry_hash(row["prev_hash"], row)
+    if computed == row["hash"] and row["content_sha256"] is not None:
+        # The link holds, so the content is what no longer fits (chain format 2).
+        if row["redacts"] is not None:
+            return (f"seq {position} is the redaction record of an entry whose content is "
+                    "not its notice (the content was restored or the entry swapped)")
+        return (f"the content of seq {position} is neither the text its content_sha256 "
+                "names nor the notice of a redaction record (content altered)")
+    if row["content_sha256"] is None and row["redacts"] is not None:
+        return f"seq {position} is in chain format 1 but names an entry it redacts (added since)"
     if after is not None and after["prev_hash"] == computed:
         return f"the stored hash of seq {position} was altered"
     if after is not None and after["prev_hash"] == row["hash"]:
         return (f"the chained fields of seq {position} no longer match its stored hash "
-                "(author, category, content, corrects, created_at, project_id, seq or source "
-                "altered)")
+                "(author, category, content or its content_sha256, corrects, created_at, "
+                "project_id, redacts, seq or source altered)")
     return f"the stored hash of seq {position} does not match its chained fields"
 
 
@@ -555,4 +565,5 @@ def verify(project_id: str) -> VerifyReport:
         first_bad_seq=min((seq for seq in located if seq is not None), default=None),
         checkpoint=matching[-1] if matching else None,
         problems=problems,
+        redacted=chain.redacted,
     )

@@ -29,10 +29,11 @@ def entry_export_lines(project: Project, *, batch: int = EXPORT_BATCH) -> Iterat
     """One JSON object per entry, in seq order, each line ending in a newline.
 
     A line is the API's entry (GET .../memory/{ref}): id, seq, project_id,
-    category, content, source, corrects, author, created_at, prev_hash,
-    hash and corrected_by, so the hash chain can be verified from the file
-    alone (gedweb.lib.chain). The export stops at the newest entry when it
-    began: later appends are not half-included.
+    category, content, source, corrects, author, created_at, content_sha256,
+    redacts, redacted, prev_hash, hash and corrected_by, so the hash chain
+    can be verified from the file alone (gedweb.lib.chain, both formats).
+    The export stops at the newest entry when it began: later appends are
+    not half-included.
     """
     head = MemoryEntry.objects.for_project(project).head()
     last = head["seq"] if head is not None else 0

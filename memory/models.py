@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gedweb.append_only import AppendOnlyModel
+from gedweb.lib.chain import is_redacted
 from gedweb.lib.digest import sha256_text
 from memory.querysets import (
     CandidateQuerySet,
@@ -167,6 +168,18 @@ class MemoryEntry(AppendOnlyModel):
     created_at = models.DateTimeField()
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
+    # Chain format 2 (gedweb.lib.chain): the hash commits to the content's
+    # SHA-256, so the content can be redacted and the link still holds. NULL
+    # on entries written before memory 0014 (format 1: the hash commits to
+    # the content's bytes, which can never leave). Nullable, so adding it kept
+    # SQLite's append-only triggers (an ALTER TABLE, not a table rebuild).
+    content_sha256 = models.CharField(max_length=64, null=True, blank=True)
+    # Set on a redaction record: the entry whose content it removed. The
+    # record is itself an entry of the chain (category "redaction", content
+    # the reason), so it is append-only, chained and checkpointed like any.
+    redacts = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="redactions"
+    )
     # An Idempotency-Key lives as long as its entry: a replay is answered
     # from this row, and the request hash tells a replay from a reuse.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
@@ -198,7 +211,13 @@ class MemoryEntry(AppendOnlyModel):
                 name="memory_memoryentry_unique_scoped_idempotency_key",
             ),
             models.CheckConstraint(condition=Q(seq__gte=1), name="memory_memoryentry_seq_positive"),
+            # One redaction per entry: a second one is refused (memory.redaction).
+            models.UniqueConstraint(
+                fields=["redacts"], condition=Q(redacts__isnull=False),
+                name="memory_memoryentry_one_redaction",
+            ),
         ]
+        permissions = [("redact_memoryentry", "Can redact the content of memory entries")]
         indexes = [
             models.Index(fields=["project", "category", "seq"], name="memory_entry_category_idx"),
             models.Index(fields=["project", "source", "seq"], name="memory_entry_source_idx"),
@@ -226,17 +245,37 @@ class MemoryEntry(AppendOnlyModel):
             value = cast(MemoryEntry, self.corrects).uuid
         return str(value) if value is not None else None
 
+    def redacts_uuid_text(self) -> str | None:
+        if hasattr(self, "redacts_uuid"):
+            value = self.redacts_uuid
+        elif self.redacts_id is None:
+            value = None
+        else:
+            value = cast(MemoryEntry, self.redacts).uuid
+        return str(value) if value is not None else None
+
+    @property
+    def is_redacted(self) -> bool:
+        """Its content is a redaction notice, not what was written (format 2 only)."""
+        return is_redacted(self.content, self.content_sha256)
+
     def chained_fields(self) -> dict[str, Any]:
-        return {
+        """The fields its hash commits to, in its chain format (gedweb.lib.chain)."""
+        fields: dict[str, Any] = {
             "author": self.author,
             "category": self.category,
-            "content": self.content,
             "corrects": self.corrects_uuid_text(),
             "created_at": self.created_at_text,
             "project_id": self.project_id,
             "seq": self.seq,
             "source": self.source,
         }
+        if self.content_sha256 is None:
+            fields["content"] = self.content
+        else:
+            fields["content_sha256"] = self.content_sha256
+            fields["redacts"] = self.redacts_uuid_text()
+        return fields
 
     def chain_row(self) -> dict[str, Any]:
         """The chained fields with the entry's id and links: one mirror block's data.
@@ -253,6 +292,9 @@ class MemoryEntry(AppendOnlyModel):
             "corrects": self.corrects_uuid_text(),
             "author": self.author,
             "created_at": self.created_at_text,
+            "content_sha256": self.content_sha256,
+            "redacts": self.redacts_uuid_text(),
+            "redacted": self.is_redacted,
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }

@@ -14,6 +14,7 @@ from django.db.models.expressions import RawSQL
 
 from gedweb.append_only import AppendOnlyQuerySet
 from gedweb.db.compiled import CompiledRead
+from gedweb.lib.chain import is_redacted
 
 if TYPE_CHECKING:
     # The bases name MemoryCandidate, Project and ProjectToken in strings,
@@ -100,7 +101,9 @@ class EntryQuerySet(AppendOnlyQuerySet):
         from memory.models import MemoryEntry
 
         # AppendOnlyQuerySet is not generic, so mypy sees Any: name the type it is.
-        linked: EntryQuerySet = self.annotate(corrects_uuid=F("corrects__uuid")).prefetch_related(
+        linked: EntryQuerySet = self.annotate(
+            corrects_uuid=F("corrects__uuid"), redacts_uuid=F("redacts__uuid")
+        ).prefetch_related(
             Prefetch(
                 "corrected_by",
                 queryset=MemoryEntry.objects.only("uuid", "corrects_id", "seq").order_by("seq"),
@@ -167,7 +170,7 @@ class EntryQuerySet(AppendOnlyQuerySet):
     def _chain_values(self, order: str) -> models.QuerySet[MemoryEntry, tuple[Any, ...]]:
         rows: models.QuerySet[MemoryEntry, tuple[Any, ...]] = (
             self.order_by(order)
-            .annotate(corrects_uuid=F("corrects__uuid"))
+            .annotate(corrects_uuid=F("corrects__uuid"), redacts_uuid=F("redacts__uuid"))
             .values_list(*_CHAIN_COLUMNS)
         )
         return rows
@@ -193,6 +196,8 @@ _CHAIN_COLUMNS = (
     "corrects_uuid",
     "author",
     "created_at",
+    "content_sha256",
+    "redacts_uuid",
     "prev_hash",
     "hash",
 )
@@ -217,7 +222,7 @@ def _newest_chain_values(project_id: str) -> models.QuerySet[MemoryEntry, dict[s
     newest: models.QuerySet[MemoryEntry, dict[str, Any]] = (
         MemoryEntry.objects.filter(project_id=project_id)
         .order_by("-seq")
-        .annotate(corrects_uuid=F("corrects__uuid"))
+        .annotate(corrects_uuid=F("corrects__uuid"), redacts_uuid=F("redacts__uuid"))
         .values(*_CHAIN_COLUMNS)[:1]
     )
     return newest
@@ -231,7 +236,7 @@ def _chain_row(values: tuple[Any, ...]) -> dict[str, Any]:
     from memory.models import format_timestamp
 
     (entry_uuid, seq, project_id, category, content, source, corrects_uuid, author,
-     created_at, prev_hash, entry_hash) = values
+     created_at, content_sha256, redacts_uuid, prev_hash, entry_hash) = values
     return {
         "id": str(entry_uuid),
         "seq": seq,
@@ -242,6 +247,9 @@ def _chain_row(values: tuple[Any, ...]) -> dict[str, Any]:
         "corrects": str(corrects_uuid) if corrects_uuid is not None else None,
         "author": author,
         "created_at": format_timestamp(created_at),
+        "content_sha256": content_sha256,
+        "redacts": str(redacts_uuid) if redacts_uuid is not None else None,
+        "redacted": is_redacted(content, content_sha256),
         "prev_hash": prev_hash,
         "hash": entry_hash,
     }

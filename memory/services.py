@@ -23,6 +23,7 @@ from django.utils import timezone
 from gedweb.errors import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
+from gedweb.lib.digest import sha256_text
 from gedweb.validation import collect_errors, validation_error_line
 from memory import checkpoints, mirror, quotas, secret_scan
 from memory.locks import lock_project
@@ -277,8 +278,13 @@ def _append_locked(
     request_hash: str | None,
     idempotency_scope: str | None = None,
     created_at: datetime | None = None,
+    redacts: MemoryEntry | None = None,
 ) -> AppendResult:
     """The one append: replay by key, or take the next seq and link it to the head.
+
+    Every entry is written in chain format 2 (gedweb.lib.chain): its hash
+    commits to the content's digest. ``redacts`` is set by memory.redaction
+    alone, on the record of a redaction.
 
     The caller holds a transaction and the project row lock (memory.locks.lock_project),
     has validated the fields, and schedules the mirror update on commit.
@@ -313,6 +319,8 @@ def _append_locked(
         corrects=corrected,
         author=author,
         created_at=created_at,
+        content_sha256=sha256_text(content),
+        redacts=redacts,
         prev_hash=head_row["hash"] if head_row else GENESIS_HASH,
         idempotency_key=idempotency_key,
         idempotency_scope=scope if idempotency_key is not None else None,

@@ -178,15 +178,17 @@ def purge_append_only_tables() -> None:
         for table in tables:
             for statement in append_only.sqlite_forward(table):
                 cursor.execute(statement)
-        for statement in entries.SQLITE_BACKWARD:
+        redaction = importlib.import_module("memory.migrations.0014_redaction")
+        for statement in redaction.SQLITE_BACKWARD + entries.SQLITE_BACKWARD:
             cursor.execute(statement)
         cursor.execute(f"DELETE FROM {append_only.ENTRIES}")
         for statement in entries.SQLITE_FORWARD:
             cursor.execute(statement)
-        # 0002 recreated its own full-text table; 0007 replaces it (empty now).
+        # 0002 recreated its own full-text table; 0007 replaces it (empty now),
+        # and 0014 puts back the triggers that let a redaction through.
         for statement in importlib.import_module(
             "memory.migrations.0007_fts_project_column"
-        ).SQLITE_FORWARD:
+        ).SQLITE_FORWARD + redaction.SQLITE_FORWARD:
             cursor.execute(statement)
 
 

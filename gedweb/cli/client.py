@@ -38,7 +38,7 @@ BACKOFF_CAP = 4.0
 # An entry's or a candidate's chain links: left out of what the CLI prints and
 # the MCP tools answer unless asked for (``--hashes``, ``hashes: true``),
 # since an agent pays for every byte of them in its context.
-HASH_FIELDS = ("prev_hash", "hash")
+HASH_FIELDS = ("prev_hash", "hash", "content_sha256")
 # gedweb push and pull's archive (gedweb.checkout.archive.MEDIA_TYPE).
 ARCHIVE_MEDIA_TYPE = "application/gzip"
 

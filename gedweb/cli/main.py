@@ -28,7 +28,7 @@ from gedweb.cli.client import (
     client_version,
     without_hashes,
 )
-from gedweb.lib.chain import CHAINED_FIELDS, GENESIS_HASH, verify_chain
+from gedweb.lib.chain import CHAINED_FIELDS, CHAINED_FIELDS_V2, GENESIS_HASH, verify_chain
 
 EXIT_OK = 0
 EXIT_REFUSED = 1  # server error status, or verification failed
@@ -451,13 +451,18 @@ def _corrects(value: str | None) -> str | int | None:
 
 def local_verify(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """verify_chain over downloaded entries; a malformed entry is a broken link."""
-    needed = (*CHAINED_FIELDS, "prev_hash", "hash")
+    needed_v1 = {*CHAINED_FIELDS, "prev_hash", "hash"}
+    needed_v2 = {*CHAINED_FIELDS_V2, "content", "id", "prev_hash", "hash"}
     checked: list[dict[str, Any]] = []
     for entry in entries:
+        if isinstance(entry, dict):
+            # A server from before chain format 2 sends neither field: format 1.
+            entry = {"content_sha256": None, "redacts": None, **entry}
+            needed = needed_v1 if entry["content_sha256"] is None else needed_v2
         if isinstance(entry, dict) and all(name in entry for name in needed):
             checked.append(entry)
         else:  # cannot match any link, so verify_chain names its position
-            checked.append({**{name: None for name in needed}, "seq": -1,
+            checked.append({**{name: None for name in needed_v1}, "seq": -1,
                             "hash": GENESIS_HASH[:-1]})
     return verify_chain(checked).as_dict()
 
@@ -551,7 +556,8 @@ def _memory(args: argparse.Namespace, client: Client, parser: argparse.ArgumentP
         if out.format == "json":
             out.record(report, str)
         elif report["ok"]:
-            sys.stdout.write(f"ok: {report['entries']} entries, head {report['head']}\n")
+            redacted = f", {report['redacted']} redacted" if report["redacted"] else ""
+            sys.stdout.write(f"ok: {report['entries']} entries{redacted}, head {report['head']}\n")
         else:
             sys.stdout.write(f"broken at seq {report['first_bad_seq']} "
                              f"({report['entries']} entries)\n")

@@ -143,6 +143,19 @@ class EntrySerializer(OutputSerializer):
     corrects = serializers.UUIDField(source="corrects_uuid_text", allow_null=True)
     author = serializers.CharField()
     created_at = TimestampField(help_text="UTC, six fractional digits, +00:00")
+    content_sha256 = serializers.CharField(
+        allow_null=True,
+        help_text="SHA-256 of the content as written: chain format 2, which the hash commits "
+        "to instead of the content; null for an entry in format 1 (docs/operations.md)",
+    )
+    redacts = serializers.UUIDField(
+        source="redacts_uuid_text", allow_null=True,
+        help_text="on a redaction record: the entry whose content it removed",
+    )
+    redacted = serializers.BooleanField(
+        source="is_redacted",
+        help_text="the content is the notice of a redaction, not what was written",
+    )
     prev_hash = serializers.CharField()
     hash = serializers.CharField()
     corrected_by = CorrectedByField()
@@ -201,6 +214,10 @@ class VerifySerializer(OutputSerializer):
     entries = serializers.IntegerField()
     head = serializers.CharField()
     first_bad_seq = serializers.IntegerField(allow_null=True)
+    redacted = serializers.IntegerField(
+        help_text="Entries whose content an operator redacted, each matched to its redaction "
+        "record (docs/operations.md, \"Redaction\").",
+    )
     checkpoint = ChainCheckpointSerializer(
         allow_null=True,
         help_text="The newest authentic checkpoint the log still matches, or null.",

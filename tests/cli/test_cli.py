@@ -57,7 +57,7 @@ def test_add_list_all_and_verify(gedweb_server: LiveServer) -> None:
     assert verified.returncode == 0, verified.stderr
     report = json.loads(verified.stdout)
     assert report == {"ok": True, "entries": 6, "head": gedweb_server.entries(project)[-1]["hash"],
-                      "first_bad_seq": None}
+                      "first_bad_seq": None, "redacted": 0}
 
 
 def test_context_prints_the_bundle(gedweb_server: LiveServer) -> None:
@@ -231,7 +231,7 @@ def forged_server(entries: list[dict[str, Any]]) -> Iterator[str]:
             query = {k: v[0] for k, v in parse_qs(parts.query).items()}
             if parts.path.endswith("/memory/verify"):
                 body: Any = {"ok": True, "entries": len(entries), "head": entries[-1]["hash"],
-                             "first_bad_seq": None}
+                             "first_bad_seq": None, "redacted": 0}
             elif parts.path.endswith("/memory"):
                 after, limit = int(query.get("after", 0)), int(query.get("limit", 100))
                 page = [e for e in entries if e["seq"] > after][:limit]

@@ -154,9 +154,9 @@ def test_a_tampered_entry_fails_the_chain_at_its_seq(healthy):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 1
     assert failures(lines) == [
-        "FAIL alpha: chain: hash chain breaks at seq 2 (of 3 entries): the chained fields of "
-        "seq 2 no longer match its stored hash (author, category, content, corrects, "
-        "created_at, project_id, seq or source altered)"
+        "FAIL alpha: chain: hash chain breaks at seq 2 (of 3 entries): the content of seq 2 "
+        "is neither the text its content_sha256 names nor the notice of a redaction record "
+        "(content altered)"
     ]
 
 
@@ -165,8 +165,9 @@ def test_a_tampered_entry_also_shows_in_a_mirror_written_before(healthy, memory_
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 1
     assert failures(lines) == [
-        "FAIL alpha: chain: hash chain breaks at seq 3 (of 3 entries): the stored hash of "
-        "seq 3 does not match its chained fields",
+        "FAIL alpha: chain: hash chain breaks at seq 3 (of 3 entries): the content of seq 3 "
+        "is neither the text its content_sha256 names nor the notice of a redaction record "
+        "(content altered)",
         f"FAIL alpha: mirror: {mirror_file(memory_root)} differs from a rebuild of the record "
         "(memory mirror --rebuild)",
     ]

@@ -176,6 +176,7 @@ def test_the_report_as_dict_has_the_api_shape():
         "entries": 2,
         "head": rows[-1]["hash"],
         "first_bad_seq": None,
+        "redacted": 0,
     }
 
 

@@ -22,6 +22,9 @@ ENTRY_KEYS = {
     "corrects",
     "author",
     "created_at",
+    "content_sha256",
+    "redacts",
+    "redacted",
     "prev_hash",
     "hash",
     "corrected_by",
@@ -845,6 +848,7 @@ def test_verify_reports_a_good_chain(alpha, client):
         "entries": 3,
         "head": bodies[-1]["hash"],
         "first_bad_seq": None,
+        "redacted": 0,
         "checkpoint": None,
         "problems": [],
     }
@@ -856,7 +860,7 @@ def test_verify_reports_an_empty_chain(alpha, client):
 
     assert response.status_code == 200
     assert response.json() == {"ok": True, "entries": 0, "head": "0" * 64, "first_bad_seq": None,
-                               "checkpoint": None, "problems": []}
+                               "redacted": 0, "checkpoint": None, "problems": []}
     assert count() == 0
 
 

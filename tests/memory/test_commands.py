@@ -6,7 +6,6 @@ non-zero exit from manage.py) and writes nothing.
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 
+from gedweb import append_only
 from memory import checkpoints, services
 from memory.models import MemoryEntry, Project, ProjectToken
 from tests.django_fixtures import bearer_client, is_postgres
@@ -271,8 +271,8 @@ def tamper(project_id: str, seq: int, content: str) -> None:
             cursor.execute("ALTER TABLE memory_memoryentry ENABLE TRIGGER memory_entry_append_only")
             cursor.execute("SET CONSTRAINTS ALL DEFERRED")
         else:
-            migration = importlib.import_module("memory.migrations.0002_append_only_and_search")
-            (recreate,) = [s for s in migration.SQLITE_FORWARD if "memory_entry_refuse_update" in s]
+            recreate = append_only.expected_triggers("sqlite", append_only.ENTRIES)[
+                "memory_entry_refuse_update"]
             cursor.execute("DROP TRIGGER memory_entry_refuse_update")
             cursor.execute(
                 "UPDATE memory_memoryentry SET content = %s WHERE project_id = %s AND seq = %s",
@@ -286,7 +286,7 @@ def test_memory_verify_of_an_intact_chain_prints_the_report(listed_project):
     head = MemoryEntry.objects.get(project=listed_project.project, seq=7).hash
     checkpoint = report.pop("checkpoint")
     assert report == {"ok": True, "entries": 7, "head": head, "first_bad_seq": None,
-                      "problems": []}
+                      "redacted": 0, "problems": []}
     # The intact head it verified is recorded, signed by the installation's key.
     assert (checkpoint["seq"], checkpoint["hash"]) == (7, head)
     assert checkpoint["key_id"] == checkpoints.key_id()
@@ -305,10 +305,11 @@ def test_memory_verify_of_a_tampered_chain_exits_1_naming_the_first_bad_seq(list
     assert "seq 4" in str(raised.value)
     assert json.loads(out.getvalue()) | {"head": None} == {
         "ok": False, "entries": 7, "head": None, "first_bad_seq": 4, "checkpoint": None,
+        "redacted": 0,
         "problems": [{"kind": "chain_broken", "seq": 4,
-                      "message": "hash chain breaks at seq 4 (of 7 entries): the chained "
-                      "fields of seq 4 no longer match its stored hash (author, category, "
-                      "content, corrects, created_at, project_id, seq or source altered)"}],
+                      "message": "hash chain breaks at seq 4 (of 7 entries): the content of "
+                      "seq 4 is neither the text its content_sha256 names nor the notice of "
+                      "a redaction record (content altered)"}],
     }
 
 

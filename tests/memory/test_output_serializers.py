@@ -106,7 +106,7 @@ def test_a_verify_report_renders_its_checkpoint_and_every_problem():
     )
 
     assert s.VerifySerializer.render(report) == {
-        "ok": False, "entries": 4, "head": "b" * 64, "first_bad_seq": 2,
+        "ok": False, "entries": 4, "head": "b" * 64, "first_bad_seq": 2, "redacted": 0,
         "checkpoint": {"seq": 1, "hash": "a" * 64, "created_at": "t", "key_id": "k1"},
         "problems": [{"kind": "chain_broken", "seq": 2, "message": "link 2 broken"},
                      {"kind": "unreadable_checkpoints", "seq": None, "message": "unreadable"}],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tracemalloc
@@ -50,8 +51,11 @@ def test_the_export_carries_the_chain_and_the_corrections(site):
     previous = GENESIS_HASH
     for row in rows:
         assert row["prev_hash"] == previous
-        chained = {key: row[key] for key in ("author", "category", "content", "corrects",
-                                             "created_at", "project_id", "seq", "source")}
+        # Chain format 2 (docs/operations.md): the link commits to the content's digest.
+        assert row["content_sha256"] == hashlib.sha256(row["content"].encode()).hexdigest()
+        chained = {key: row[key] for key in ("author", "category", "content_sha256", "corrects",
+                                             "created_at", "project_id", "redacts", "seq",
+                                             "source")}
         assert entry_hash(previous, chained) == row["hash"]  # verifiable from the file alone
         previous = row["hash"]
     by_id = {row["id"]: row for row in rows}

@@ -31,6 +31,7 @@ from gedweb import append_only
 from gedweb.append_only import AppendOnlyError
 from gedweb.cli.main import local_verify
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
+from gedweb.lib.digest import sha256_text
 from memory import checkpoints, services
 from memory.models import ChainCheckpoint, MemoryEntry, format_timestamp
 from tests.django_fixtures import is_postgres
@@ -61,10 +62,9 @@ APPEND_ONLY_TABLES = (
 
 
 def _sqlite_entry_triggers() -> tuple[list[str], list[str]]:
-    migration = importlib.import_module("memory.migrations.0002_append_only_and_search")
-    names = ("memory_entry_refuse_update", "memory_entry_refuse_delete")
-    create = [s for s in migration.SQLITE_FORWARD if any(name in s for name in names)]
-    return create, [f"DROP TRIGGER {name}" for name in names]
+    # As the migrations left them (memory 0002, and 0014 for UPDATE).
+    triggers = append_only.expected_triggers("sqlite", ENTRIES)
+    return list(triggers.values()), [f"DROP TRIGGER {name}" for name in triggers]
 
 
 @contextmanager
@@ -183,11 +183,14 @@ def fork(project_id: str, seq: int) -> int:
     with triggers_off() as cursor:
         for fields in rows[seq - 1:]:
             if fields["seq"] == seq:
-                fields = {**fields, "content": fields["content"] + " (a different decision)"}
+                content = fields["content"] + " (a different decision)"
+                # In chain format 2 the hash commits to the content's digest: rewrite both.
+                fields = {**fields, "content": content, "content_sha256": sha256_text(content)}
             new_hash = entry_hash(prev, fields)
             cursor.execute(
-                f"UPDATE {ENTRIES} SET content = %s, prev_hash = %s, hash = %s WHERE uuid = %s",
-                [fields["content"], prev, new_hash,
+                f"UPDATE {ENTRIES} SET content = %s, content_sha256 = %s, prev_hash = %s, "
+                "hash = %s WHERE uuid = %s",
+                [fields["content"], fields["content_sha256"], prev, new_hash,
                  MemoryEntry._meta.get_field("uuid").get_db_prep_value(
                      uuid.UUID(fields["id"]), connection)],
             )
@@ -269,7 +272,12 @@ def test_a_changed_field_is_named_as_a_field_change(chained, field):
     flip_field("alpha", 4, field)
     (problem,) = verify(chained.project).problems
     assert problem.kind == "chain_broken"
-    assert "the chained fields of seq 4 no longer match its stored hash" in problem.message
+    if field == "content":
+        # Chain format 2: the link holds (it commits to the digest), the content does not.
+        assert ("the content of seq 4 is neither the text its content_sha256 names nor the "
+                "notice of a redaction record (content altered)") in problem.message
+    else:
+        assert "the chained fields of seq 4 no longer match its stored hash" in problem.message
 
 
 def test_a_changed_stored_hash_is_named_as_such(chained):

@@ -1,7 +1,8 @@
-"""`manage.py memory add|list|verify|checkpoint|mirror|scan|allow-secret`."""
+"""`manage.py memory add|list|verify|checkpoint|mirror|scan|allow-secret|redact|purge`."""
 
 from __future__ import annotations
 
+import getpass
 import signal
 import time
 from typing import Any
@@ -10,7 +11,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.pagination import keyset_slice
-from memory import checkpoints, mirror, secret_scan, selectors, services
+from memory import checkpoints, mirror, redaction, secret_scan, selectors, services
 from memory.api.serializers import ChainCheckpointSerializer, EntrySerializer, VerifySerializer
 from memory.models import MemoryEntry, Project
 
@@ -76,6 +77,25 @@ class Command(GedWebCommand):
         allow.add_argument("--fingerprint", required=True, help="as a refusal or scan names it")
         allow.add_argument("--reason", required=True, help="why it is not a secret")
         allow.add_argument("--by", required=True, help="who allows it (recorded)")
+
+        redact = actions.add_parser(
+            "redact",
+            help="remove an entry's content for good, keeping its place in the chain: the "
+            "content becomes the notice of a redaction record (docs/operations.md, Redaction)",
+        )
+        redact.add_argument("--project", required=True)
+        redact.add_argument("--seq", type=int, required=True, help="the entry to redact")
+        redact.add_argument("--reason", required=True, help="why (recorded, shown in its place)")
+        redact.add_argument("--by", default=None,
+                            help="who redacts (recorded; default cli:<login name>)")
+        redact.add_argument("--full-vacuum", action="store_true",
+                            help="rewrite the whole table or file afterwards (PostgreSQL VACUUM "
+                            "FULL locks the entries table while it runs)")
+
+        purge = actions.add_parser(
+            "purge", help="take the bytes of redacted content out of the database files again "
+            "(what `redact` does after its commit)")
+        purge.add_argument("--full-vacuum", action="store_true")
 
     def handle(self, *args: Any, action: str, **options: Any) -> None:
         getattr(self, f"_{action.replace('-', '_')}")(**options)
@@ -218,3 +238,24 @@ class Command(GedWebCommand):
             "allowed_by": record.allowed_by, "reason": record.reason,
             "created_at": record.created_at.isoformat(),
         }))
+
+    def _redact(self, *, project: str, seq: int, reason: str, by: str | None,
+                full_vacuum: bool, **_: Any) -> None:
+        target = get_project(project)
+        who = by if by is not None else f"cli:{getpass.getuser()}"[:redaction.MAX_BY_CHARS]
+        result = run_service(lambda: redaction.memory_entry_redact(
+            project=target, seq=seq, reason=reason, by=who, full_vacuum=full_vacuum))
+        self.stdout.write(to_json({
+            "project_id": target.pk,
+            "entry": EntrySerializer.render(result.entry),
+            "record": EntrySerializer.render(result.record),
+            "mirror_rebuilt": result.mirror_rebuilt,
+            "purge": result.purge,
+            "copies_holding_content": result.copies_holding_content,
+        }))
+        if not result.mirror_rebuilt:
+            raise CommandError(f"entry #{seq} is redacted, but its mirror could not be rebuilt: "
+                               "run `manage.py memory mirror --rebuild`", returncode=1)
+
+    def _purge(self, *, full_vacuum: bool, **_: Any) -> None:
+        self.stdout.write(to_json(redaction.purge(full=full_vacuum)))
