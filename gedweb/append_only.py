@@ -168,19 +168,35 @@ def _redaction_migration() -> Any:
     return importlib.import_module("memory.migrations.0014_redaction")
 
 
+def _bundle_redaction_migration() -> Any:
+    return importlib.import_module("governance.migrations.0009_contextbundle_redaction")
+
+
+BUNDLES = "governance_contextbundle"
+
+
 def expected_triggers(vendor: str, table: str) -> dict[str, str]:
-    """Trigger name -> the statement that created it, as the migrations ran it."""
+    """Trigger name -> the statement that created it, as the migrations ran it.
+
+    Memory entries and stored context bundles each have an UPDATE trigger of
+    their own since a redaction may change them (memory 0014, governance 0009).
+    """
     if vendor == "sqlite":
         if table == ENTRIES:
             statements = [_redaction_migration().SQLITE_FORWARD[1],
                           _entries_migration().SQLITE_FORWARD[1]]
+        elif table == BUNDLES:
+            statements = [_bundle_redaction_migration().SQLITE_FORWARD[1],
+                          sqlite_forward(table)[1]]
         else:
             statements = sqlite_forward(table)
     elif vendor == "postgresql":
-        statements = (
-            _redaction_migration().POSTGRES_FORWARD[2:3] if table == ENTRIES
-            else postgres_forward(table)
-        )
+        if table == ENTRIES:
+            statements = _redaction_migration().POSTGRES_FORWARD[2:3]
+        elif table == BUNDLES:
+            statements = _bundle_redaction_migration().POSTGRES_FORWARD[2:3]
+        else:
+            statements = postgres_forward(table)
     else:
         return {}
     return {statement.split()[2]: statement for statement in statements}
@@ -188,7 +204,8 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
 
 def trigger_function(table: str) -> str:
     """The PostgreSQL function a table's append-only trigger runs."""
-    return "gedweb_entry_change" if table == ENTRIES else "gedweb_refuse_change"
+    return {ENTRIES: "gedweb_entry_change", BUNDLES: "gedweb_bundle_change"}.get(
+        table, "gedweb_refuse_change")
 
 
 def trigger_functions() -> dict[str, str]:
@@ -196,4 +213,5 @@ def trigger_functions() -> dict[str, str]:
     return {
         "gedweb_refuse_change": _entries_migration().POSTGRES_FORWARD[0].split("$$")[1],
         "gedweb_entry_change": _redaction_migration().POSTGRES_FORWARD[0].split("$$")[1],
+        "gedweb_bundle_change": _bundle_redaction_migration().POSTGRES_FORWARD[0].split("$$")[1],
     }

@@ -28,13 +28,9 @@ class GovernanceConfig(AppConfig):
 
         secret_sources.register()
 
-        # A redaction (memory.redaction) reports the stored context bundles
-        # that still hold the content it removed.
-        from governance.models import ContextBundle
+        # A redaction (memory.redaction) also cuts the entry out of the stored
+        # context bundles that delivered it.
+        from governance.context import bundle_scrub
         from memory import redaction
 
-        redaction.register_copies(
-            "context_bundles",
-            lambda project, text: ContextBundle.objects.filter(
-                project=project, text__contains=text).count(),
-        )
+        redaction.register_copies("context_bundles", bundle_scrub)

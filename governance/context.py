@@ -11,10 +11,11 @@ frame, so nothing in project data can end its frame and act as instruction.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from gedweb.lib import framing
@@ -148,7 +149,8 @@ def _recent_memory(project: Project) -> str | None:
     lines = []
     for entry in reversed(entries):
         content = " ".join(entry["content"].split())
-        lines.append(f"- #{entry['seq']} [{entry['category']}] ({entry['source']}) {content}")
+        lines.append(memory_line_prefix(entry["seq"], entry["category"], entry["source"])
+                     + content)
     return "\n".join(lines)
 
 
@@ -293,6 +295,51 @@ def bundle_store(*, project: Project, bundle: Bundle, at: Any) -> None:
         pass
 
 
+def memory_line_prefix(seq: int, category: str, source: str) -> str:
+    """How an entry's line in the recent-memory section begins (``_recent_memory``)."""
+    return f"- #{seq} [{category}] ({source}) "
+
+
+def bundle_scrub(project: Project, entry: Any, notice: str, record: Any) -> int:
+    """Cut a redacted entry out of every stored bundle of the project that delivered it.
+
+    Called by memory.redaction inside its transaction. The entry reached a
+    bundle as one line of the recent-memory section (whitespace folded, the
+    section perhaps clipped); the rest of that line, whatever of the content
+    it kept, becomes the notice. The outline gets the new lengths and
+    ``redaction`` the record: the one UPDATE the table's triggers allow
+    (governance 0009). Returns how many bundles were scrubbed.
+    """
+    prefix = memory_line_prefix(entry.seq, entry.category, entry.source)
+    line = re.compile(r"^" + re.escape(prefix) + r"[^\n]*", re.MULTILINE)
+    replacement = prefix + " ".join(notice.split())
+    scrubbed = 0
+    for row in ContextBundle.objects.filter(project=project, text__contains=prefix):
+        sections, texts, at = [], [], 0
+        for title, trust, file, length in json.loads(row.sections):
+            text = row.text[at:at + length]
+            at += length + 2  # the blank line between sections
+            if trust == framing.DURABLE_DATA and file.startswith("memory: "):
+                text = line.sub(lambda _: replacement, text)
+            sections.append([title, trust, file, len(text)])
+            texts.append(text)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE governance_contextbundle SET text = %s, sections = %s, redaction_id = %s"
+                " WHERE id = %s",
+                # Joined as Bundle.text joins its sections.
+                ["\n\n".join(texts) + "\n", canonical_json(sections), record.pk, row.pk])
+        scrubbed += 1
+    return scrubbed
+
+
+def bundle_redaction(delivery: ContextDelivery) -> Any:
+    """The redaction record that scrubbed the delivery's stored bundle, or None."""
+    row = (ContextBundle.objects.filter(project_id=delivery.project_id, sha256=delivery.sha256)
+           .select_related("redaction").first())
+    return row.redaction if row is not None else None
+
+
 def delivered_bundle(delivery: ContextDelivery) -> Bundle | None:
     """The bundle a delivery sent, rebuilt from its stored text; None if not stored.
 
@@ -302,7 +349,11 @@ def delivered_bundle(delivery: ContextDelivery) -> Bundle | None:
     """
     row = ContextBundle.objects.filter(project_id=delivery.project_id,
                                        sha256=delivery.sha256).first()
-    if row is None or sha256_text(row.text) != delivery.sha256:
+    if row is None:
+        return None
+    # A scrubbed bundle is no longer the delivered bytes: it is given out
+    # only while its redaction record stands (bundle_redaction tells the page).
+    if row.redaction_id is None and sha256_text(row.text) != delivery.sha256:
         return None
     sections: list[Section] = []
     at = 0

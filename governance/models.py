@@ -546,6 +546,14 @@ class ContextBundle(AppendOnlyModel):
     text = models.TextField()
     sections = models.TextField()
     created_at = models.DateTimeField()
+    # Set when a redaction scrubbed the bundle (governance.context.bundle_scrub):
+    # the redaction record whose entry's content was cut out of ``text``. The
+    # text is then no longer the delivered bytes, whose sha256 stays above.
+    # Nullable, so adding it kept SQLite's append-only triggers.
+    redaction = models.ForeignKey(
+        "memory.MemoryEntry", on_delete=models.PROTECT, null=True, blank=True,
+        related_name="scrubbed_bundles",
+    )
 
     class Meta:
         constraints = [

@@ -17,7 +17,7 @@ from rest_framework.renderers import JSONRenderer
 from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
 from governance import selectors, services, skills, standards
-from governance.context import Bundle, delivered_bundle
+from governance.context import Bundle, bundle_redaction, delivered_bundle
 from governance.models import ContextDelivery, GovernanceRevision, Skill, StandardsImport, WorkItem
 
 
@@ -202,6 +202,7 @@ def context_delivery(request: HttpRequest, project_id: str, delivery_id: int) ->
         **project_context(request, project, "context"),
         "delivery": delivery,
         "bundle": bundle,
+        "redaction": bundle_redaction(delivery) if bundle is not None else None,
     })
 
 
@@ -220,6 +221,10 @@ def context_delivery_bundle(request: HttpRequest, project_id: str,
         content_type="application/json" if is_json else "text/plain; charset=utf-8",
     )
     response["X-Context-Sha256"] = delivery.sha256
+    redaction = bundle_redaction(delivery)
+    if redaction is not None:
+        # Not the delivered bytes any more: the seq of the record that cut them.
+        response["X-Context-Redacted-By"] = str(redaction.seq)
     suffix = "json" if is_json else "txt"
     response["Content-Disposition"] = (
         f'inline; filename="{project.pk}-context-{delivery.pk}.{suffix}"'

@@ -16,8 +16,10 @@ bytes are purged from the database files (``purge``): on SQLite with
 ``secure_delete`` on (freed space is zeroed), the FTS5 index merged so the
 old tokens' segments are freed, and the WAL checkpointed and truncated; on
 PostgreSQL with VACUUM (``full``: VACUUM FULL, which rewrites the table and
-takes an exclusive lock on it while it runs). docs/operations.md says what
-stays (the digest, backups, PostgreSQL's WAL archive, stored context bundles).
+takes an exclusive lock on it while it runs). Stored context bundles that
+delivered the entry are scrubbed in the same transaction (registered by
+governance). docs/operations.md says what stays (the digest, backups,
+PostgreSQL's WAL archive).
 """
 
 from __future__ import annotations
@@ -47,13 +49,14 @@ MAX_BY_CHARS = 64  # MemoryEntry.author
 
 # Tables of other apps that keep copies of memory content (governance's stored
 # context bundles), registered when those apps load: memory cannot import them.
-# name -> (project, text) -> how many of its rows hold text.
-CopyCounter = Callable[[Project, str], int]
-_COPIES: dict[str, CopyCounter] = {}
+# name -> (project, entry, notice, record) -> how many rows it scrubbed, inside
+# the redaction's transaction.
+Scrubber = Callable[[Project, MemoryEntry, str, MemoryEntry], int]
+_COPIES: dict[str, Scrubber] = {}
 
 
-def register_copies(name: str, counter: CopyCounter) -> None:
-    _COPIES[name] = counter
+def register_copies(name: str, scrubber: Scrubber) -> None:
+    _COPIES[name] = scrubber
 
 
 @dataclass
@@ -63,9 +66,9 @@ class RedactionResult:
     # What the purge did, engine by engine (see purge()).
     purge: dict[str, Any] = field(default_factory=dict)
     mirror_rebuilt: bool = False
-    # Rows elsewhere that still hold the removed content, by kind (stored
-    # context bundles: delivered before the redaction, kept byte for byte).
-    copies_holding_content: dict[str, int] = field(default_factory=dict)
+    # Copies elsewhere that the redaction scrubbed too, by kind (stored
+    # context bundles that delivered the entry).
+    copies_scrubbed: dict[str, int] = field(default_factory=dict)
 
 
 def _validate(reason: Any, by: Any) -> str:
@@ -105,7 +108,6 @@ def memory_entry_redact(
             if entry is None:
                 raise ValidationError({"seq": [f"no entry #{seq} in project {project.pk}"]})
             _refuse_unless_redactable(project, entry)
-            removed = entry.content
             record = _append_locked(
                 project=project, author=by, category=REDACTION_CATEGORY, content=reason,
                 source="operator", corrects=None, idempotency_key=None, request_hash=None,
@@ -119,12 +121,13 @@ def memory_entry_redact(
                                [notice, entry.pk])
             # A candidate that became this entry holds the same text.
             MemoryCandidate.objects.filter(entry=entry).update(content=notice)
+            copies = {name: scrub(project, entry, notice, record)
+                      for name, scrub in _COPIES.items()}
             if checkpoints.due(record.seq, record.seq):
                 transaction.on_commit(partial(
                     checkpoints.after_commit, project.pk, record.seq, record.hash))
-        copies = {name: count(project, removed) for name, count in _COPIES.items()}
         entry.refresh_from_db()
-        result = RedactionResult(entry=entry, record=record, copies_holding_content=copies)
+        result = RedactionResult(entry=entry, record=record, copies_scrubbed=copies)
         try:
             mirror.rebuild(project)
             result.mirror_rebuilt = True
@@ -198,6 +201,7 @@ def purge(*, full: bool = False) -> dict[str, Any]:
     statement = "VACUUM (FULL) memory_memoryentry" if full else "VACUUM memory_memoryentry"
     with connection.cursor() as cursor:
         cursor.execute(statement)
-        # The candidates table holds the approved text too; it is small.
+        # The candidates and the stored bundles held the text too.
         cursor.execute("VACUUM memory_memorycandidate")
+        cursor.execute("VACUUM governance_contextbundle")
     return {"engine": "postgresql", "vacuum": statement}

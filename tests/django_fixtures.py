@@ -176,7 +176,7 @@ def purge_append_only_tables() -> None:
         for table in reversed(tables):
             cursor.execute(f"DELETE FROM {table}")
         for table in tables:
-            for statement in append_only.sqlite_forward(table):
+            for statement in append_only.expected_triggers("sqlite", table).values():
                 cursor.execute(statement)
         redaction = importlib.import_module("memory.migrations.0014_redaction")
         for statement in redaction.SQLITE_BACKWARD + entries.SQLITE_BACKWARD:

@@ -16,7 +16,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 # Every column of memory_memoryentry but content, as this migration leaves
-# the table. tests/security/test_redaction_triggers.py checks that the list
+# the table. tests/memory/test_redaction.py checks that the list
 # and the table agree, so a later column cannot slip past the rule.
 UNCHANGED_COLUMNS = (
     "id", "uuid", "seq", "category", "source", "author", "created_at", "prev_hash", "hash",

@@ -202,8 +202,7 @@ def test_the_command_redacts_and_refuses_with_one_line(chain):
                  "a password", "--by", "user:olga", stdout=out)
     printed = json.loads(out.getvalue())
     assert printed["entry"]["redacted"] and printed["record"]["redacts"] == printed["entry"]["id"]
-    assert printed["mirror_rebuilt"] and printed["copies_holding_content"] == {
-        "context_bundles": 0}
+    assert printed["mirror_rebuilt"] and printed["copies_scrubbed"] == {"context_bundles": 0}
     # Inside the test's transaction the purge cannot run, and says so.
     assert "inside a transaction" in printed["purge"]["skipped"]
     with pytest.raises(CommandError, match="entry #2 was already redacted"):
@@ -291,3 +290,60 @@ def test_the_purge_takes_the_bytes_out_of_the_database_files(live_db, make_proje
         assert result.purge == {"engine": "postgresql", "vacuum": "VACUUM memory_memoryentry"}
     assert not MemoryEntry.objects.for_project(project).search(word, project=project).exists()
     assert services.memory_chain_verify(project=project).ok
+
+
+# --- stored context bundles --------------------------------------------------------------
+
+
+def test_a_bundle_that_delivered_the_entry_is_scrubbed_and_says_so(chain, client,
+                                                                   django_user_model):
+    from governance.context import bundle_redaction, context_deliver, delivered_bundle
+    from governance.models import ContextBundle, ContextDelivery
+
+    project, leaked = chain["project"], chain["leaked"]
+    context_deliver(project=project, work=None, author="agent", output_format="text")
+    delivery = ContextDelivery.objects.filter(project=project).latest("id")
+    stored = ContextBundle.objects.get(project=project, sha256=delivery.sha256)
+    assert WORD in stored.text
+
+    result = memory_entry_redact(project=project, seq=leaked.seq, reason="a passphrase",
+                                 by="user:olga")
+    assert result.copies_scrubbed == {"context_bundles": 1}
+    stored.refresh_from_db()
+    assert WORD not in stored.text and stored.redaction_id == result.record.pk
+    assert f"- #{leaked.seq} [note] (operator) [redacted by user:olga at " in stored.text
+    bundle = delivered_bundle(delivery)
+    assert bundle is not None and bundle.text == stored.text
+    assert bundle_redaction(delivery).pk == result.record.pk
+    # The page and the raw bytes say they are no longer what was delivered.
+    user = django_user_model.objects.create_superuser("root", "root@example.org", "pw-x-123")
+    client.force_login(user)
+    page = client.get(f"/p/{project.pk}/context/{delivery.pk}").content.decode()
+    assert "Redacted after delivery" in page and WORD not in page
+    raw = client.get(f"/p/{project.pk}/context/{delivery.pk}/bundle")
+    assert raw["X-Context-Redacted-By"] == str(result.record.seq)
+    assert WORD.encode() not in raw.content
+    # Any other change to a bundle stays refused, a non-redaction entry named or not.
+    with pytest.raises(DatabaseError, match="append-only"):
+        _raw("UPDATE governance_contextbundle SET text = %s, redaction_id = %s WHERE id = %s",
+             ["forged", chain["first"].pk, stored.pk])
+    with pytest.raises(DatabaseError, match="append-only"):
+        _raw("UPDATE governance_contextbundle SET sha256 = %s WHERE id = %s",
+             ["0" * 64, stored.pk])
+
+
+@pytest.mark.parametrize(("migration", "table", "rewritten"), [
+    ("memory.migrations.0014_redaction", "memory_memoryentry", {"content"}),
+    ("governance.migrations.0009_contextbundle_redaction", "governance_contextbundle",
+     {"text", "sections", "redaction_id"}),
+])
+def test_the_triggers_name_every_column_a_redaction_must_leave_alone(db, migration, table,
+                                                                     rewritten):
+    """On SQLite the UPDATE rule lists the columns; a column added later must join the list."""
+    import importlib
+
+    with connection.cursor() as cursor:
+        columns = {column.name for column in connection.introspection.get_table_description(
+            cursor, table)} - {"content_tsv"}  # PostgreSQL's generated search column
+    listed = set(importlib.import_module(migration).UNCHANGED_COLUMNS)
+    assert listed | rewritten == columns and not listed & rewritten

@@ -251,7 +251,7 @@ class Command(GedWebCommand):
             "record": EntrySerializer.render(result.record),
             "mirror_rebuilt": result.mirror_rebuilt,
             "purge": result.purge,
-            "copies_holding_content": result.copies_holding_content,
+            "copies_scrubbed": result.copies_scrubbed,
         }))
         if not result.mirror_rebuilt:
             raise CommandError(f"entry #{seq} is redacted, but its mirror could not be rebuilt: "
