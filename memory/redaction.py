@@ -200,6 +200,17 @@ def purge(*, full: bool = False) -> dict[str, Any]:
                                    "checkpointed_frames": checkpointed}}
     statement = "VACUUM (FULL) memory_memoryentry" if full else "VACUUM memory_memoryentry"
     with connection.cursor() as cursor:
+        # VACUUM by anyone but the owner only warns and skips the table; the
+        # application role of docs/security.md is not the owner.
+        cursor.execute(
+            "SELECT rolsuper OR pg_has_role(current_user, tableowner, 'USAGE') FROM pg_tables"
+            " JOIN pg_roles ON rolname = current_user"
+            " WHERE schemaname = current_schema() AND tablename = 'memory_memoryentry'")
+        (may_vacuum,) = cursor.fetchone()
+        if not may_vacuum:
+            return {"engine": "postgresql", "vacuum": None,
+                    "skipped": "only the tables' owner may VACUUM them: run `manage.py memory "
+                    "purge` as the owner role (docs/security.md)"}
         cursor.execute(statement)
         # The candidates and the stored bundles held the text too.
         cursor.execute("VACUUM memory_memorycandidate")

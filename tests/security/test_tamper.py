@@ -900,6 +900,21 @@ def test_the_application_role_can_still_append_and_checkpoint(app_role, chained)
     assert (report.ok, report.entries) == (True, COUNT + 1)
 
 
+@postgres_only
+def test_the_application_role_can_redact_but_not_vacuum(app_role, chained):
+    from memory.redaction import memory_entry_redact
+
+    result = memory_entry_redact(project=chained.project, seq=2, reason="a passphrase",
+                                 by="user:olga")
+    assert result.entry.is_redacted and verify(chained.project).ok
+    # Inside the test's transaction the purge says so before it asks about ownership.
+    assert "inside a transaction" in result.purge["skipped"]
+    # The column grants reach no other column of the entry.
+    with pytest.raises(DatabaseError, match="permission denied"), transaction.atomic(), \
+            connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {ENTRIES} SET author = 'mallory' WHERE seq = 2")
+
+
 # --- T03: nothing in the code turns the triggers off ------------------------------------------
 
 BYPASS = re.compile(
