@@ -16,7 +16,7 @@ RUN_LOCK := requirements/base.txt
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-pure gates bench bench-ledger lint lock mutants mutants-services check-python clean
+.PHONY: run test test-pure gates bench bench-ledger bench-metrics lint lock mutants mutants-services check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -108,6 +108,13 @@ mutants-services: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 	$(BIN)/python bench/secret_scan.py
+	$(BIN)/python bench/metrics.py $(METRICS_ARGS)
+
+# What the request metrics cost an append: two gunicorns, with and without
+# the middleware, in interleaved ABBA rounds (docs/performance.md); about
+# 1.5 minutes. METRICS_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".
+bench-metrics: $(VENV)/.installed-dev
+	$(BIN)/python bench/metrics.py $(METRICS_ARGS)
 
 # What the trust ledger costs a write, in process (docs/performance.md); SQLite,
 # plus PostgreSQL with LEDGER_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".

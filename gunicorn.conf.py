@@ -42,3 +42,29 @@ forwarded_allow_ips = os.environ.get("GEDWEB_TRUSTED_PROXIES", "").replace(" ", 
 _data_dir = Path(os.environ.get("GEDWEB_DATA_DIR") or "./.data")
 _data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
 control_socket = str(_data_dir.resolve() / "gunicorn.ctl")
+
+# Prometheus metrics (gedweb/metrics.py): each worker writes its counters and
+# histograms to files in this directory and /metrics adds up every worker's
+# (prometheus_client's multiprocess mode). Set here, in the master, so that
+# every worker inherits it before it imports prometheus_client, which picks
+# the mode once, at import. An operator's own PROMETHEUS_MULTIPROC_DIR wins.
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_data_dir.resolve() / "prometheus"))
+
+
+def on_starting(server):
+    """Empty the metrics directory: an earlier run's files would be added to this run's figures.
+
+    Only prometheus_client's own files (``*.db``) are removed, in case the
+    variable names a directory that holds anything else.
+    """
+    directory = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for leftover in directory.glob("*.db"):
+        leftover.unlink(missing_ok=True)
+
+
+def child_exit(server, worker):
+    """A worker ended: its live gauges go; its counters stay in the totals, as Prometheus wants."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

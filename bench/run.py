@@ -496,7 +496,8 @@ def floor_throughput(
     database = tmp / "floor.sqlite3"
     token = secrets.token_urlsafe(32)
     floor_env = dict(env, PORT=str(port), FLOOR_DATABASE=str(database), FLOOR_TOKEN=token,
-                     PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]))
+                     PYTHONPATH=os.pathsep.join([str(HERE), str(REPO)]),
+                     PROMETHEUS_MULTIPROC_DIR=str(tmp / "floor-prometheus"))
     server = Server(floor_env, port, tmp / "floor-gunicorn.log", app="floor:app")
     log(f"floor server (bench/floor.py, same gunicorn config): {clients} clients")
     server.start()
@@ -987,7 +988,11 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
     log = lambda text: print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)  # noqa: E731
 
     db.create()
-    server = Server(env, port, tmp / "gunicorn.log")
+    # The server's metrics files in the run's own directory: gunicorn.conf.py
+    # would otherwise use (and empty at start) ./.data/prometheus, which a
+    # developer's `make run` may be using.
+    server = Server(dict(env, PROMETHEUS_MULTIPROC_DIR=str(tmp / "prometheus")), port,
+                    tmp / "gunicorn.log")
     meter = CpuMeter(server, db)
     try:
         log(f"{db.vendor}: migrating a fresh database")

@@ -281,6 +281,17 @@ ARTIFACTS: list[dict[str, Any]] = [
         "lifecycle": "empty lock file; kept",
     },
     {
+        "artifact": "<GEDWEB_DATA_DIR>/prometheus/<kind>_<pid>.db",
+        "storage": "file",
+        "producer": "prometheus_client in each gunicorn worker (gedweb.metrics, memory.metrics)",
+        "consumers": ["GET /metrics, which adds up every worker's files"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "counters and histograms of the running server, one file per worker and kind; "
+            "removed when gunicorn starts (gunicorn.conf.py); nothing to back up"
+        ),
+    },
+    {
         # Not the server's: the CLI's, in a user's checkout. POST and GET
         # /checkout persist nothing of their own (the import's rows are listed above).
         "artifact": "<checkout>/.ged/runtime/gedweb/pull.json",

@@ -1,7 +1,8 @@
 """Requests refused before any middleware, view or query sees them.
 
-First in MIDDLEWARE, so these hold for every route (API, team pages,
-admin) whatever DEBUG says:
+First in MIDDLEWARE after the request timing (gedweb.metrics, which only
+observes), so these hold for every route (API, team pages, admin)
+whatever DEBUG says:
 
 - A path holding a NUL is a 404. PostgreSQL refuses a NUL in a text
   parameter (psycopg.DataError, a 500); the path converters keep it out of

@@ -70,6 +70,23 @@ DEBUG = not PRODUCTION
 # whether a request came over HTTPS (request.is_secure()).
 TRUSTED_PROXIES = _addresses("GEDWEB_TRUSTED_PROXIES")
 
+# Clients that may read GET /metrics without the admin token, matched
+# against REMOTE_ADDR alone (gedweb/metrics.py). A reverse proxy's address
+# would open the metrics to everyone the proxy serves, so the two lists may
+# not meet: behind a proxy, scrape with the admin token.
+METRICS_ALLOW = _addresses("GEDWEB_METRICS_ALLOW")
+_metrics_through_proxies = [
+    allowed for allowed in METRICS_ALLOW
+    if any(ipaddress.ip_network(allowed).overlaps(ipaddress.ip_network(proxy))
+           for proxy in TRUSTED_PROXIES)
+]
+if _metrics_through_proxies:
+    raise ImproperlyConfigured(
+        "GEDWEB_METRICS_ALLOW must not include a proxy of GEDWEB_TRUSTED_PROXIES "
+        f"({', '.join(_metrics_through_proxies)}): every client behind it would read /metrics; "
+        "scrape through the proxy with the admin token instead"
+    )
+
 # The installation's own files: the default SQLite database, the mirrors and,
 # in development, the secret key. 0700, since they hold every session key
 # and every project's memory (gedweb/installation.py).
@@ -93,6 +110,19 @@ if len(_memory_write_tokens) > 1:
 MEMORY_WRITE_TOKEN: str | None = next(iter(_memory_write_tokens), None)
 MIRROR_WRITER = _choice("GEDWEB_MIRROR_WRITER", "inline", ("inline", "follower"))
 MEMORY_ROOT = Path(env.str("GEDWEB_MEMORY_ROOT", default=str(DATA_DIR / "bridge-memory"))).resolve()
+
+# prometheus_client's multiprocess mode: gunicorn.conf.py sets the variable
+# for `make run`, so every worker writes its counters into this directory
+# and /metrics adds them up. prometheus_client reads it once, at import,
+# and would fail on the first request (or count into the working directory,
+# for an empty value) if it named no directory: refused at start instead.
+# Unset (tests, manage.py, runserver), metrics stay in the process.
+_multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _multiprocess_dir is not None and not Path(_multiprocess_dir).is_dir():
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR must name a directory, not {_multiprocess_dir!r}"
+    )
+METRICS_MULTIPROCESS_DIR = Path(_multiprocess_dir) if _multiprocess_dir is not None else None
 DEMO_PROJECT = _bool("GEDWEB_DEMO_PROJECT", not PRODUCTION)
 
 SECRET_KEY_FALLBACKS = [
@@ -183,6 +213,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so a request's time includes every other middleware, and every
+    # answer counts, refusals included (gedweb/metrics.py).
+    "gedweb.metrics.RequestMetricsMiddleware",
     "gedweb.middleware.RequestShapeMiddleware",
     "gedweb.middleware.OwnNotFoundPageMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -495,7 +528,10 @@ if PRODUCTION:
     # any client. gunicorn sets the scheme from it only for the proxies in
     # GEDWEB_TRUSTED_PROXIES (gunicorn.conf.py).
     SECURE_SSL_REDIRECT = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    # A scraper on the app server's own network reaches gunicorn directly, in
+    # plain HTTP; /metrics then takes only GEDWEB_METRICS_ALLOW's addresses,
+    # never the admin token (gedweb/metrics.py).
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
     SECURE_HSTS_SECONDS = 31536000
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

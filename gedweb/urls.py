@@ -1,4 +1,4 @@
-"""Top-level routes: the API under /v1, health, admin and the team pages."""
+"""Top-level routes: the API under /v1, health, metrics, admin and the team pages."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from gedweb import (
     pages,
 )
 from gedweb.api import views as api
+from gedweb.metrics import metrics_view
 from memory import views as memory_pages
 
 # Swagger UI's page (templates/drf_spectacular/swagger_ui.html) has one
@@ -53,6 +54,8 @@ class DocsView(api.JSONErrorsMixin, SpectacularSwaggerView):
 urlpatterns = [
     path("", memory_pages.home, name="home"),
     path("healthz", api.HealthView.as_view(), name="healthz"),
+    # The admin token or GEDWEB_METRICS_ALLOW; a 404 page to anyone else.
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",

@@ -18,6 +18,7 @@ import os
 import stat
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -191,20 +192,68 @@ def _open_tail(project_id: str, path: Path) -> Iterator[_Tail | None]:
 
 def _mirrored_seq(project_id: str, path: Path) -> int | None:
     """The seq the file provably ends with, or None when it must be rebuilt."""
-    with _open_tail(project_id, path) as tail:
-        if tail is None:
-            return None
-        if tail.named is None:
-            return 0
-        entry_uuid, entry_hash = tail.named
-        rows = (
-            MemoryEntry.objects.filter(project_id=project_id, uuid=entry_uuid, hash=entry_hash)
-            .chain_rows()
-        )
-        row = next(rows, None)
-        if row is None or not tail.ends_with(row):
-            return None
-        return int(row["seq"])
+    return _mirrored_seqs({project_id: path})[project_id]
+
+
+def _mirrored_seqs(paths: dict[str, Path]) -> dict[str, int | None]:
+    """The seq each project's file provably ends with, or None: one query for all of them.
+
+    Every file stays open until its block is confirmed: callers keep the
+    batch small.
+    """
+    seqs: dict[str, int | None] = {}
+    with ExitStack() as files:
+        named: dict[str, tuple[_Tail, str, str]] = {}  # project -> (tail, uuid, hash)
+        for project_id, path in paths.items():
+            tail = files.enter_context(_open_tail(project_id, path))
+            if tail is None:
+                seqs[project_id] = None
+            elif tail.named is None:
+                seqs[project_id] = 0
+            elif _is_uuid(tail.named[0]):
+                named[project_id] = (tail, *tail.named)
+            else:
+                seqs[project_id] = None  # shaped like an entry id, but none
+        rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+        if named:
+            entries = MemoryEntry.objects.filter(uuid__in=[n[1] for n in named.values()])
+            for row in entries.chain_rows():
+                rows[(row["project_id"], row["id"], row["hash"])] = row
+        for project_id, (tail, entry_uuid, entry_hash) in named.items():
+            found = rows.get((project_id, entry_uuid, entry_hash))
+            seqs[project_id] = (
+                int(found["seq"]) if found is not None and tail.ends_with(found) else None
+            )
+    return seqs
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+MIRRORED_SEQS_BATCH = 100
+
+
+def mirrored_seqs(project_ids: Sequence[str]) -> dict[str, int | None]:
+    """The seq each project's MEMORY.md provably ends with (0: the header alone), or None.
+
+    None when there is no file or it must be rebuilt (torn, edited, or ending
+    with an entry the database does not hold). One query per
+    MIRRORED_SEQS_BATCH projects. Read without the mirror's lock, so a reader
+    never holds up an append: a block being written at that moment can make
+    it None, and asking again settles it. OSError when a file cannot be read.
+    """
+    seqs: dict[str, int | None] = {}
+    for start in range(0, len(project_ids), MIRRORED_SEQS_BATCH):
+        batch = project_ids[start:start + MIRRORED_SEQS_BATCH]
+        seqs.update(_mirrored_seqs({
+            project_id: memory_dir(project_id) / MIRROR_NAME for project_id in batch
+        }))
+    return seqs
 
 
 def _remove_stale_temp_files(directory: Path) -> None:

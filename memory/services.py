@@ -25,7 +25,7 @@ from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from gedweb.lib.digest import sha256_text
 from gedweb.validation import collect_errors, validation_error_line
-from memory import checkpoints, mirror, quotas, secret_scan
+from memory import checkpoints, metrics, mirror, quotas, secret_scan
 from memory.locks import lock_project
 from memory.models import (
     Membership,
@@ -331,6 +331,7 @@ def _append_locked(
     # under the project lock the caller took: the quota row is the last lock.
     quotas.quota_charge(project=project, kind="entries", size_bytes=quotas.text_bytes(content))
     entry.save(force_insert=True)
+    transaction.on_commit(metrics.APPENDS.inc, robust=True)  # /metrics; never fails the append
     entry.corrected_by_rows = []
     rows = (head_row, entry.chain_row()) if head_row else (entry.chain_row(),)
     return AppendResult(entry, replayed=False, mirror_rows=rows)

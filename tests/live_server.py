@@ -210,8 +210,11 @@ class LiveGunicorn(ServerProcess):
             self.sqlite_path = tmp / "gedweb.sqlite3"
             self.database_url = f"sqlite:///{self.sqlite_path}"
         port = free_port()
+        # PROMETHEUS_MULTIPROC_DIR too: gunicorn.conf.py puts the metrics files
+        # in the server's own data directory.
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith("GEDWEB_") and k not in ("DJANGO_SECRET_KEY", "DATABASE_URL")}
+               if not k.startswith("GEDWEB_")
+               and k not in ("DJANGO_SECRET_KEY", "DATABASE_URL", "PROMETHEUS_MULTIPROC_DIR")}
         env.update({
             "DJANGO_SETTINGS_MODULE": "gedweb.settings",
             "DATABASE_URL": self.database_url,

@@ -48,7 +48,11 @@ class Principal:
         return self.is_admin or self.project_id == project_id
 
 
-def _admin_token_matches(raw: str) -> bool:
+def admin_token_matches(raw: str) -> bool:
+    """True when ``raw`` is the configured admin token; always False when none is.
+
+    The API's authentication and GET /metrics (gedweb/metrics.py) both ask here.
+    """
     configured = settings.ADMIN_TOKEN
     if not configured:
         return False
@@ -59,7 +63,7 @@ def _admin_token_matches(raw: str) -> bool:
 
 def principal_for_token(raw: str) -> Principal | None:
     digest = hash_token(raw)
-    if _admin_token_matches(raw):
+    if admin_token_matches(raw):
         return Principal(kind="admin", name=ADMIN_AUTHOR, rate_key=f"admin:{digest[:24]}")
     token = _ACTIVE_TOKEN.first(token_hash=digest)
     if token is None or not hmac.compare_digest(token["token_hash"], digest):
@@ -89,14 +93,22 @@ _ACTIVE_TOKEN = CompiledRead(
 )
 
 
+def bearer_token(header: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header; None when it is malformed."""
+    scheme, _, raw = header.partition(" ")
+    raw = raw.strip()
+    if scheme.lower() != "bearer" or not raw or " " in raw or not raw.isprintable():
+        return None
+    return raw
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Principal, str] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None
-        scheme, _, raw = header.partition(" ")
-        raw = raw.strip()
-        if scheme.lower() != "bearer" or not raw or " " in raw or not raw.isprintable():
+        raw = bearer_token(header)
+        if raw is None:
             raise exceptions.AuthenticationFailed()
         principal = principal_for_token(raw)
         if principal is None:

@@ -51,7 +51,8 @@ class MadeRun(ServerProcess):
         port = free_port()
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GEDWEB_", "DJANGO_", "GUNICORN_", "FERRYMAN_"))
-               and k not in ("DATABASE_URL", "WEB_CONCURRENCY", "REDIS_URL", "HOST", "PORT")}
+               and k not in ("DATABASE_URL", "WEB_CONCURRENCY", "REDIS_URL", "HOST", "PORT",
+                             "PROMETHEUS_MULTIPROC_DIR")}
         env.update({"GEDWEB_DATA_DIR": str(data_dir), "GEDWEB_ADMIN_TOKEN": self.admin_token,
                     "PORT": str(port)})
         self.pg_name: str | None = None

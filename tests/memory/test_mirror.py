@@ -271,6 +271,25 @@ def test_a_mirror_ending_with_a_block_of_an_unknown_hash_is_rebuilt(mirrored):
     assert_mirror_exact(mirrored.project)
 
 
+def test_a_mirror_whose_last_line_names_no_valid_entry_id_is_rebuilt(mirrored):
+    # 36 characters of the id's alphabet, but no UUID: the file is the
+    # one to rebuild, not a lookup to fail.
+    path = mirror.mirror_path(mirrored.id)
+    data = path.read_bytes()
+    id_start = data.rindex(b"Entry: ") + len(b"Entry: ")
+    path.write_bytes(data[:id_start] + b"-" * 36 + data[id_start + 36:])
+    assert mirror.mirrored_seqs([mirrored.id]) == {mirrored.id: None}
+    assert mirror.sync(mirrored.project).rebuilt
+    assert_mirror_exact(mirrored.project)
+
+
+def test_mirrored_seqs_names_what_each_file_provably_holds(mirrored, beta, make_project):
+    make_project("gamma")  # no entries, no file yet
+    mirror.sync(beta.project)  # the header alone
+    assert mirror.mirrored_seqs([mirrored.id, beta.id, "gamma"]) == {
+        mirrored.id: 5, beta.id: 0, "gamma": None}
+
+
 def _edit_the_last_block_keeping_its_trailer(path: Path) -> None:
     data = bytearray(path.read_bytes())
     content = data.rindex(b"entry 4 of 5")

@@ -306,6 +306,9 @@ LOGIN_NOTE = ""  # the rule is stated once, above the table in markdown()
 PAGES: list[PageRow] = [
     PageRow("GET", "", OPEN_PAGE, "lists only the visitor's projects", ("/",)),
     PageRow("GET", "healthz", OPEN_PAGE, "no auth", ("/healthz",)),
+    PageRow("GET", "metrics", (404,) * 5,
+            "a session never reads it: the admin token or `GEDWEB_METRICS_ALLOW` only "
+            "(tests/site/test_metrics.py); anyone else gets the 404 page", ("/metrics",)),
     PageRow("GET", "accounts/login/", (200, 302, 302, 302, 302),
             "signed-in people go home", ("/accounts/login/",), redirect="/"),
     PageRow("POST", "accounts/logout/", (302,) * 5, "", ("/accounts/logout/",)),
