@@ -477,10 +477,15 @@ def _raw_post(server: Any, path: str, body: bytes, headers: list[tuple[str, str]
         if chunked:
             conn.putheader("Transfer-Encoding", "chunked")
             conn.endheaders()
-            for start in range(0, len(body), 65536):
-                piece = body[start:start + 65536]
-                conn.send(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-            conn.send(b"0\r\n\r\n")
+            try:
+                for start in range(0, len(body), 65536):
+                    piece = body[start:start + 65536]
+                    conn.send(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                conn.send(b"0\r\n\r\n")
+            except BrokenPipeError:
+                # The server answered before the body ended and stopped reading
+                # (a refusal needs no more of it): its answer is still to be read.
+                pass
         else:
             conn.putheader("Content-Length", str(len(body)))
             conn.endheaders(body)
