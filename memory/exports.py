@@ -19,6 +19,7 @@ from typing import Any
 from django.http import StreamingHttpResponse
 
 from gedweb.lib.canonical import canonical_json
+from gedweb.lib.chain import is_redacted
 from memory.models import DocumentRevision, MemoryEntry, Project, format_timestamp
 
 EXPORT_BATCH = 1_000
@@ -45,6 +46,8 @@ def entry_export_lines(project: Project, *, batch: int = EXPORT_BATCH) -> Iterat
         corrected_by = _corrections(project, entries)
         lines = []
         for row in rows:
+            # Shown, not chained: the API's flag, one digest per exported row.
+            row["redacted"] = is_redacted(row["content"], row["content_sha256"])
             row["corrected_by"] = corrected_by.get(row["id"], [])
             lines.append(canonical_json(row))
         yield ("\n".join(lines) + "\n").encode("utf-8")

@@ -294,7 +294,6 @@ class MemoryEntry(AppendOnlyModel):
             "created_at": self.created_at_text,
             "content_sha256": self.content_sha256,
             "redacts": self.redacts_uuid_text(),
-            "redacted": self.is_redacted,
             "prev_hash": self.prev_hash,
             "hash": self.hash,
         }

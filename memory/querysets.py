@@ -14,7 +14,6 @@ from django.db.models.expressions import RawSQL
 
 from gedweb.append_only import AppendOnlyQuerySet
 from gedweb.db.compiled import CompiledRead
-from gedweb.lib.chain import is_redacted
 
 if TYPE_CHECKING:
     # The bases name MemoryCandidate, Project and ProjectToken in strings,
@@ -249,7 +248,6 @@ def _chain_row(values: tuple[Any, ...]) -> dict[str, Any]:
         "created_at": format_timestamp(created_at),
         "content_sha256": content_sha256,
         "redacts": str(redacts_uuid) if redacts_uuid is not None else None,
-        "redacted": is_redacted(content, content_sha256),
         "prev_hash": prev_hash,
         "hash": entry_hash,
     }

@@ -132,7 +132,7 @@ class EntryCreateSerializer(StrictSerializer):
 
 class EntrySerializer(OutputSerializer):
     # An entry as the API and the commands show it: its mirror block's data
-    # (MemoryEntry.chain_row) and its links. A comment, not a docstring: a
+    # (MemoryEntry.chain_row), whether it was redacted, and its links. A comment, not a docstring: a
     # docstring would become the schema's description.
     id = serializers.UUIDField(source="uuid")
     seq = serializers.IntegerField()

@@ -94,7 +94,7 @@ def test_it_returns_exactly_the_contract_fields(alpha, client):
     assert body["corrects"] is None
     assert body["corrected_by"] == []
     assert re.fullmatch(UUID4, body["id"])
-    assert {**MemoryEntry.objects.get().chain_row(), "corrected_by": []} == body
+    assert {**MemoryEntry.objects.get().chain_row(), "redacted": False, "corrected_by": []} == body
 
 
 def test_it_numbers_entries_from_one_without_gaps(alpha, client):

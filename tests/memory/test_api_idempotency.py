@@ -123,7 +123,8 @@ def test_it_refuses_the_same_key_with_a_different_body(alpha, client, changed):
     assert response.json()["code"] == "idempotency_key_reused"
     assert "Idempotent-Replayed" not in response
     assert count() == 1
-    assert {**MemoryEntry.objects.get().chain_row(), "corrected_by": []} == first.json()
+    assert {**MemoryEntry.objects.get().chain_row(), "redacted": False,
+            "corrected_by": []} == first.json()
 
 
 def test_it_scopes_keys_to_the_project(alpha, beta, client, client_for):

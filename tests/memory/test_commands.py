@@ -151,7 +151,7 @@ def test_project_list_shows_projects_with_their_active_token_names(alpha, beta):
 def test_memory_add_prints_the_entry_with_author_cli(alpha):
     entry = add("alpha", "chosen by the operator ü", "--source", "runbook")
     stored = MemoryEntry.objects.get(project=alpha.project)
-    assert entry == {**stored.chain_row(), "corrected_by": []}
+    assert entry == {**stored.chain_row(), "redacted": False, "corrected_by": []}
     assert (entry["author"], entry["seq"], entry["source"]) == ("cli", 1, "runbook")
     assert entry["content"] == "chosen by the operator ü"
 
@@ -220,7 +220,7 @@ def test_memory_list_prints_every_entry_oldest_first(listed_project):
     items = run_json("memory", "list", "--project", "alpha")["items"]
     assert [item["seq"] for item in items] == [1, 2, 3, 4, 5, 6, 7]
     first = MemoryEntry.objects.get(project=listed_project.project, seq=1)
-    assert items[0] == {**first.chain_row(), "corrected_by": []}
+    assert items[0] == {**first.chain_row(), "redacted": False, "corrected_by": []}
 
 
 def test_memory_list_honours_limit(listed_project):

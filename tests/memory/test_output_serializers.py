@@ -38,7 +38,7 @@ def test_an_entry_renders_its_chain_row_and_the_entries_correcting_it(alpha):
     original, correction = entry_pair(alpha.project)
 
     assert s.EntrySerializer.render(original) == {
-        **original.chain_row(), "corrected_by": [str(correction.uuid)]}
+        **original.chain_row(), "redacted": False, "corrected_by": [str(correction.uuid)]}
     assert s.EntrySerializer.render(correction)["corrects"] == str(original.uuid)
 
 
