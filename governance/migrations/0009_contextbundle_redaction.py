@@ -28,7 +28,7 @@ SQLITE_FORWARD = [
                              WHERE record.id = NEW.redaction_id
                                AND record.redacts_id IS NOT NULL
                                AND record.project_id = OLD.project_id))
-       BEGIN SELECT RAISE(ABORT, '{TABLE} rows are append-only: UPDATE refused'); END""",
+       BEGIN SELECT RAISE(ABORT, '{TABLE} rows are append-only: UPDATE refused'); END""",  # nosec B608: built from this module's constants
 ]
 
 SQLITE_BACKWARD = [
@@ -52,7 +52,7 @@ POSTGRES_FORWARD = [
          END IF;
          RAISE EXCEPTION '% rows are append-only: % refused', TG_TABLE_NAME, TG_OP
            USING ERRCODE = 'restrict_violation';
-       END $$""",
+       END $$""",  # nosec B608: built from this module's constants
     f"DROP TRIGGER IF EXISTS {TABLE}_append_only ON {TABLE}",
     f"""CREATE TRIGGER {TABLE}_append_only BEFORE UPDATE OR DELETE ON {TABLE}
             FOR EACH ROW EXECUTE FUNCTION gedweb_bundle_change()""",

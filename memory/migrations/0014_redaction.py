@@ -32,7 +32,7 @@ SQLITE_FORWARD = [
        WHEN NOT (OLD.content_sha256 IS NOT NULL AND {_SQLITE_UNCHANGED}
                  AND EXISTS (SELECT 1 FROM memory_memoryentry AS record
                              WHERE record.redacts_id = OLD.id))
-       BEGIN SELECT RAISE(ABORT, 'memory entries are append-only: UPDATE refused'); END""",
+       BEGIN SELECT RAISE(ABORT, 'memory entries are append-only: UPDATE refused'); END""",  # nosec B608: constants only
     """CREATE TRIGGER memory_entry_fts_redact AFTER UPDATE OF content ON memory_memoryentry
        BEGIN
          INSERT INTO memory_entry_fts(memory_entry_fts, rowid, content, project)
