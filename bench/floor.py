@@ -10,7 +10,8 @@ comparison isolates what GedWeb adds on top of the unavoidable work:
   at most 32,000 UTF-8 bytes without NUL, source 1-128 printable characters);
 - in SQLite WAL with synchronous=FULL (GedWeb's settings), BEGIN IMMEDIATE,
   read the project's last (seq, hash), insert the row with the next seq and
-  the same hash chain (gedweb.lib.chain.entry_hash), commit;
+  the same hash chain (chain format 2, bench/floor_rules.py, checked
+  against gedweb.lib.chain by verify()), commit;
 - answer 201 with the entry as JSON.
 
 It leaves out everything else GedWeb does per append: Django's middleware and
@@ -32,12 +33,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from gedweb.lib.chain import GENESIS_HASH, entry_hash
+from floor_rules import GENESIS_HASH, chained_fields, link, validate
 
 MAX_BODY = 1 << 20
-CATEGORY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 PROJECT = re.compile(r"^/v1/projects/([a-z0-9][a-z0-9_-]{0,63})/memory$")
-KEYS = {"category", "content", "source"}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entry (
@@ -47,6 +46,7 @@ CREATE TABLE IF NOT EXISTS entry (
     seq INTEGER NOT NULL,
     category TEXT NOT NULL,
     content TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
     source TEXT NOT NULL,
     author TEXT NOT NULL,
     created_at TEXT NOT NULL,
@@ -75,26 +75,6 @@ def _token_digest() -> str:
     return hashlib.sha256(os.environ["FLOOR_TOKEN"].encode()).hexdigest()
 
 
-def validate(body: Any) -> str | None:
-    if not isinstance(body, dict):
-        return "body must be a JSON object"
-    unknown = set(body) - KEYS
-    if unknown:
-        return f"unknown fields: {sorted(unknown)}"
-    category, content = body.get("category"), body.get("content")
-    source = body.get("source", "operator")
-    if not isinstance(category, str) or not CATEGORY.match(category):
-        return "invalid category"
-    if not isinstance(content, str) or not content.strip() or "\x00" in content:
-        return "invalid content"
-    if len(content.encode()) > 32_000:
-        return "content too long"
-    if (not isinstance(source, str) or not 1 <= len(source) <= 128
-            or not source.isprintable()):
-        return "invalid source"
-    return None
-
-
 def append(project_id: str, body: dict[str, Any]) -> dict[str, Any]:
     conn = connection()
     conn.execute("BEGIN IMMEDIATE")
@@ -104,29 +84,27 @@ def append(project_id: str, body: dict[str, Any]) -> dict[str, Any]:
             (project_id,),
         ).fetchone()
         seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS_HASH)
-        fields = {
-            "author": "floor",
-            "category": body["category"],
-            "content": body["content"],
-            "corrects": None,
-            "created_at": datetime.now(UTC).isoformat(timespec="microseconds"),
-            "project_id": project_id,
-            "seq": seq,
-            "source": body.get("source", "operator"),
-        }
-        digest = entry_hash(prev, fields)
+        fields = chained_fields(
+            author="floor", category=body["category"], content=body["content"],
+            created_at=datetime.now(UTC).isoformat(timespec="microseconds"),
+            project_id=project_id, seq=seq, source=body.get("source", "operator"),
+        )
+        digest = link(prev, fields)
         entry_uuid = str(uuid.uuid4())
         conn.execute(
-            "INSERT INTO entry (uuid, project_id, seq, category, content, source, author,"
-            " created_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (entry_uuid, project_id, seq, fields["category"], fields["content"],
-             fields["source"], fields["author"], fields["created_at"], prev, digest),
+            "INSERT INTO entry (uuid, project_id, seq, category, content, content_sha256,"
+            " source, author, created_at, prev_hash, hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (entry_uuid, project_id, seq, fields["category"], body["content"],
+             fields["content_sha256"], fields["source"], fields["author"],
+             fields["created_at"], prev, digest),
         )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return {"id": entry_uuid, **fields, "prev_hash": prev, "hash": digest, "corrected_by": []}
+    return {"id": entry_uuid, **fields, "content": body["content"], "prev_hash": prev,
+            "hash": digest, "corrected_by": []}
 
 
 def _respond(start_response: Any, status: str, payload: Any) -> list[bytes]:
@@ -166,20 +144,28 @@ def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
 
 def verify(database: str, project_id: str) -> dict[str, Any]:
     """Seqs 1..n and every link of the floor's chain, read back from its database."""
-    from gedweb.lib.chain import verify_chain
-
     conn = sqlite3.connect(database)
     try:
         rows = conn.execute(
-            "SELECT seq, category, content, source, author, created_at, prev_hash, hash"
-            " FROM entry WHERE project_id = ? ORDER BY seq", (project_id,),
+            "SELECT uuid, seq, category, content, content_sha256, source, author, created_at,"
+            " prev_hash, hash FROM entry WHERE project_id = ? ORDER BY seq", (project_id,),
         ).fetchall()
     finally:
         conn.close()
+    return verify_rows(project_id, rows)
+
+
+def verify_rows(project_id: str, rows: Any) -> dict[str, Any]:
+    """gedweb.lib.chain's verdict on a floor's rows (uuid, seq, category, content,
+    content_sha256, source, author, created_at, prev_hash, hash), in seq order."""
+    from gedweb.lib.chain import verify_chain
+
     entries = (
-        {"seq": seq, "category": cat, "content": content, "source": source, "author": author,
+        {"id": entry_id, "seq": seq, "category": cat, "content": content,
+         "content_sha256": digest_of_content, "source": source, "author": author,
          "created_at": created, "prev_hash": prev, "hash": digest, "corrects": None,
-         "project_id": project_id}
-        for seq, cat, content, source, author, created, prev, digest in rows
+         "redacts": None, "project_id": project_id}
+        for entry_id, seq, cat, content, digest_of_content, source, author, created, prev, digest
+        in rows
     )
     return verify_chain(entries).as_dict()

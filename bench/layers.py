@@ -58,7 +58,9 @@ MARKERS = {
     "writer_queue": ("gedweb/db/sqlite3/base.py", "acquire"),
     "row_lock": ("memory/locks.py", "lock_project"),
     "head_read": ("memory/querysets.py", "newest_chain_row"),
-    "insert": ("memory/models.py", "save"),
+    "insert": ("gedweb/append_only.py", "save"),
+    "quota": ("memory/quotas.py", "quota_charge"),
+    "secret_scan": ("memory/secret_scan.py", "refuse_secrets"),
     "commit": ("django/db/backends/base/base.py", "commit"),
     "mirror": ("memory/mirror.py", "after_commit"),
 }
@@ -119,7 +121,8 @@ def layers(project_id: str, appends: int) -> dict[str, Any]:
     inclusive = _inclusive(pstats.Stats(profile))
     total = inclusive["total"] or 1.0
     share = {layer: seconds / total for layer, seconds in inclusive.items()}
-    service_parts = ("writer_queue", "row_lock", "head_read", "insert", "commit", "mirror")
+    service_parts = ("secret_scan", "writer_queue", "row_lock", "head_read", "quota", "insert",
+                     "commit", "mirror")
     breakdown = {
         # Django's handler and middleware, URL routing, rendering the JSON response.
         "django_request_cycle": share["total"] - share["drf_dispatch"],

@@ -98,6 +98,7 @@ def summarize(latencies: list[float]) -> dict[str, Any]:
         "p50_ms": round(percentile(values, 50) * ms, 3),
         "p90_ms": round(percentile(values, 90) * ms, 3),
         "p99_ms": round(percentile(values, 99) * ms, 3),
+        "p99_9_ms": round(percentile(values, 99.9) * ms, 3),
         "mean_ms": round(sum(values) / len(values) * ms, 3),
         "min_ms": round(values[0] * ms, 3),
         "max_ms": round(values[-1] * ms, 3),
@@ -419,9 +420,23 @@ def append_throughput(
     port: int, token: str, project: str, clients: int, count: int, seconds: float, seed: int,
     meter: CpuMeter | None = None,
 ) -> dict[str, Any]:
-    """clients threads append until the budget runs out; every 201 is acknowledged."""
+    """clients threads append to one project until the budget runs out."""
+    result = spread_throughput([port], [(project, token)], clients, count, seconds, seed, meter)
+    result["_seqs"] = result.pop("_seqs_by_project")[project]
+    return result
+
+
+def spread_throughput(
+    ports: list[int], targets: list[tuple[str, str]], clients: int, count: int,
+    seconds: float, seed: int, meter: CpuMeter | None = None,
+) -> dict[str, Any]:
+    """clients threads append until the budget runs out; every 201 is acknowledged.
+
+    Client i sends to server ports[i % len(ports)] and project
+    targets[i % len(targets)] (a (project, token) pair), each on its own
+    keep-alive connection.
+    """
     budget = Budget(count, seconds)
-    path = f"/v1/projects/{project}/memory"
     latencies: list[list[float]] = [[] for _ in range(clients)]
     seqs: list[list[int]] = [[] for _ in range(clients)]
     errors: list[str] = []
@@ -430,7 +445,9 @@ def append_throughput(
 
     def worker(index: int) -> None:
         rng = random.Random(seed * 1000 + index)
-        client = Client(port, token)
+        project, token = targets[index % len(targets)]
+        path = f"/v1/projects/{project}/memory"
+        client = Client(ports[index % len(ports)], token)
         try:
             start_gate.wait(timeout=30)
             while budget.take():
@@ -466,9 +483,13 @@ def append_throughput(
     if any(thread.is_alive() for thread in threads):
         raise BenchError("append clients did not finish in time")
     all_latencies = [value for chunk in latencies for value in chunk]
-    all_seqs = sorted(value for chunk in seqs for value in chunk)
+    by_project: dict[str, list[int]] = {project: [] for project, _ in targets}
+    for index, chunk in enumerate(seqs):
+        by_project[targets[index % len(targets)][0]].extend(chunk)
     return {
         "clients": clients,
+        "servers": len(ports),
+        "projects": len(targets),
         "seconds": round(elapsed, 3),
         "acknowledged": len(all_latencies),
         "appends_per_s": round(len(all_latencies) / elapsed, 1) if elapsed > 0 else 0.0,
@@ -476,7 +497,7 @@ def append_throughput(
         "error_samples": errors[:5],
         "latency": summarize(all_latencies),
         "cpu": cpu,
-        "_seqs": all_seqs,
+        "_seqs_by_project": {project: sorted(values) for project, values in by_project.items()},
         "_latencies": all_latencies,
     }
 
@@ -940,18 +961,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
-    db = Database(args.database_url, tmp, args.url_query)
-    results["meta"] = {"database": db.vendor}
-    if args.duration is None and args.appends is None:
-        args.duration = 20.0
-    tp_count = args.appends if args.appends is not None else MAX_APPENDS
-    tp_seconds = args.duration if args.duration is not None else HARD_TIME_LIMIT
-    phase_seconds = 120.0  # per latency operation; the sample count normally ends it first
-
-    admin_token = secrets.token_urlsafe(32)
-    port = free_port()
-    memory_root = tmp / "bridge-memory"
+def gedweb_env(db: Database, memory_root: Path, admin_token: str, port: int) -> dict[str, str]:
+    """The server's environment: this one's, minus secrets, plus the benchmark's settings."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("GEDWEB_MEMORY_WRITE_TOKEN", "GEDWEB_FAILPOINT", "DJANGO_SECRET_KEY")}
     env.update({
@@ -973,6 +984,22 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
         "HOST": "127.0.0.1",
         "PORT": str(port),
     })
+    return env
+
+
+def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
+    db = Database(args.database_url, tmp, args.url_query)
+    results["meta"] = {"database": db.vendor}
+    if args.duration is None and args.appends is None:
+        args.duration = 20.0
+    tp_count = args.appends if args.appends is not None else MAX_APPENDS
+    tp_seconds = args.duration if args.duration is not None else HARD_TIME_LIMIT
+    phase_seconds = 120.0  # per latency operation; the sample count normally ends it first
+
+    admin_token = secrets.token_urlsafe(32)
+    port = free_port()
+    memory_root = tmp / "bridge-memory"
+    env = gedweb_env(db, memory_root, admin_token, port)
     gunicorn_config = runpy.run_path(str(REPO / "gunicorn.conf.py"))
     results["meta"] = machine_info(db)
     results["meta"]["server"] = {

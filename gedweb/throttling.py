@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextlib import nullcontext as _no_transaction
 from typing import Protocol, cast
 
@@ -93,7 +95,8 @@ def count_requests(limits: list[tuple[str, Rate]], now: float) -> list[tuple[int
     params = [value for key, _, end in ordered for value in (key, end)]
     # On SQLite through the writer queue (gedweb/db/sqlite3), like every
     # write; on PostgreSQL one statement is its own transaction.
-    with transaction.atomic() if connection.vendor == "sqlite" else _no_transaction():
+    with _counter_durability(), \
+            transaction.atomic() if connection.vendor == "sqlite" else _no_transaction():
         with connection.cursor() as cursor:
             cursor.execute(_UPSERT.format(rows=rows), params)
             hits = dict(cursor.fetchall())
@@ -102,6 +105,35 @@ def count_requests(limits: list[tuple[str, Rate]], now: float) -> list[tuple[int
                     cursor.execute(_DELETE_EXPIRED, [window * rate.seconds])
                     _cleared_until[rate.seconds] = end
     return [(int(hits[key]), end) for key, _, end in windows]
+
+
+@contextmanager
+def _counter_durability() -> Iterator[None]:
+    """On SQLite, commit the counters without waiting for the disk.
+
+    A count is worth less than its fsync: every write of the database queues
+    for its one writer lock (gedweb/db/sqlite3), and with synchronous=FULL a
+    request held it for two fsyncs, its count's and its entry's. With
+    synchronous=NORMAL for this one transaction, WAL mode still keeps the
+    database consistent (SQLite's documented guarantee); a power loss can
+    forget the newest counts, which only lets a client send a few requests
+    more in one window. The next FULL commit syncs these frames too. The
+    connection's own setting is put back, whatever happens. Inside a
+    transaction someone else opened (SQLite refuses the change there), the
+    count commits with it, as that transaction's setting says.
+    """
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        (level,) = cursor.fetchone()
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA synchronous={int(level)}")
 
 
 def count_request(key: str, rate: Rate, now: float) -> tuple[int, int]:

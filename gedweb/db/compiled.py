@@ -10,8 +10,12 @@ request's values. Django still writes the SQL, quotes the names and
 converts the results (UUIDs, datetimes, per backend), so nothing about the
 query is written by hand.
 
-Only string parameters are supported: they reach the database unchanged,
-which is what makes the markers safe to substitute.
+A read's parameters are strings: they reach the database unchanged, which
+is what makes the markers safe to substitute. A CompiledUpdate (the
+entries quota's conditional charge, memory/quotas.py) also takes integers:
+each stands compiled as a sentinel far outside any count a caller passes
+(an integer field turns any marker object into a plain int), and is found
+again by its value.
 """
 
 from __future__ import annotations
@@ -20,12 +24,47 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import QuerySet
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import QuerySet, sql
 
 
 class _Marker(str):
     """A parameter placeholder that cannot be mistaken for a real value."""
+
+
+# Integer markers: no count, size or id a caller passes comes near -2**62.
+_INTEGER_SENTINEL_BASE = -(2**62)
+
+
+def _markers(strings: tuple[str, ...], integers: tuple[str, ...] = ()) -> dict[str, Any]:
+    markers: dict[str, Any] = {name: _Marker(f"\x00gedweb-compiled:{name}\x00")
+                               for name in strings}
+    markers.update({name: _INTEGER_SENTINEL_BASE - index for index, name in enumerate(integers)})
+    return markers
+
+
+def _parameter_template(params: Any, markers: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    """Per SQL parameter, (the name of a value given per call, its type) or (None, a constant).
+
+    An integer keeps the type the backend gave it (PostgreSQL's psycopg
+    Int8 for a bigint), so a value given later is sent as the ORM sends it.
+    """
+    by_string = {marker: name for name, marker in markers.items() if isinstance(marker, str)}
+    by_integer = {marker: name for name, marker in markers.items() if not isinstance(marker, str)}
+    # A constant the ORM put there itself never equals a marker: None,
+    # booleans and real values are neither the markers' strings nor near -2**62.
+    template: list[tuple[str | None, Any]] = []
+    for p in params:
+        if isinstance(p, str) and p in by_string:
+            template.append((by_string[p], str))
+        elif isinstance(p, int) and not isinstance(p, bool) and int(p) in by_integer:
+            template.append((by_integer[int(p)], type(p)))
+        else:
+            template.append((None, p))
+    missing = set(markers) - {name for name, _ in template if name}
+    if missing:
+        raise ValueError(f"the query does not use the parameters {sorted(missing)}")
+    return template
 
 
 class _Compiled:
@@ -34,16 +73,7 @@ class _Compiled:
         self.connection = connections[using]
         self.compiler = query.query.get_compiler(using=using)
         self.sql, params = self.compiler.as_sql()
-        by_marker: dict[str, str] = {marker: name for name, marker in markers.items()}
-        # Each parameter is either a named value given per call or a constant
-        # the ORM put there itself; None and markers never collide.
-        self.template = [
-            (by_marker[p], None) if isinstance(p, str) and p in by_marker else (None, p)
-            for p in params
-        ]
-        missing = set(markers) - {name for name, _ in self.template if name}
-        if missing:
-            raise ValueError(f"the query does not use the parameters {sorted(missing)}")
+        self.template = _parameter_template(params, markers)
         self.columns = [alias for _, _, alias in self.compiler.select[: self.compiler.col_count]]
 
 
@@ -65,7 +95,7 @@ class CompiledRead:
         # Django gives each thread its own connection objects; a compiler
         # belongs to one of them.
         if compiled is None or compiled.connection is not connections[using]:
-            markers = {name: _Marker(f"\x00gedweb-compiled:{name}\x00") for name in self._names}
+            markers = _markers(self._names)
             compiled = cache[using] = _Compiled(self._build(**markers), markers, using)
         return compiled
 
@@ -81,3 +111,61 @@ class CompiledRead:
             return None
         converted = next(iter(compiled.compiler.results_iter(results=[[row]])))
         return dict(zip(compiled.columns, converted, strict=True))
+
+
+class _CompiledUpdate:
+    def __init__(self, queryset: QuerySet[Any, Any], changes: dict[str, Any],
+                 markers: dict[str, Any], using: str) -> None:
+        self.connection = connections[using]
+        # What QuerySet.update() builds before it executes.
+        query: Any = queryset.query.chain(sql.UpdateQuery)
+        query.add_update_values(changes)
+        query.annotations = {}
+        compiler = query.get_compiler(using=using)
+        self.sql, params = compiler.as_sql()
+        if query.related_updates or not self.sql:
+            raise ValueError("only an UPDATE of one table's own columns can be compiled")
+        self.template = _parameter_template(params, markers)
+
+
+class CompiledUpdate:
+    """``build(**markers)`` returns (a queryset, its update() keyword arguments);
+    ``run(**values)`` executes that UPDATE and returns how many rows it changed.
+
+    ``strings`` and ``integers`` name the parameters: the values given to
+    run() take their places in the SQL the ORM compiled once per thread.
+    """
+
+    def __init__(self, build: Callable[..., tuple[QuerySet[Any, Any], dict[str, Any]]], *,
+                 strings: tuple[str, ...] = (), integers: tuple[str, ...] = ()) -> None:
+        self._build = build
+        self._strings = strings
+        self._integers = integers
+        self._local = threading.local()
+
+    def _compiled(self, using: str) -> _CompiledUpdate:
+        cache: dict[str, _CompiledUpdate] = self._local.__dict__.setdefault("by_alias", {})
+        compiled = cache.get(using)
+        if compiled is None or compiled.connection is not connections[using]:
+            markers = _markers(self._strings, self._integers)
+            queryset, changes = self._build(**markers)
+            compiled = cache[using] = _CompiledUpdate(queryset, changes, markers, using)
+        return compiled
+
+    def run(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> int:
+        if set(values) != {*self._strings, *self._integers}:
+            raise TypeError(f"expected the parameters {sorted([*self._strings, *self._integers])},"
+                            f" got {sorted(values)}")
+        for name in self._strings:
+            if not isinstance(values[name], str):
+                raise TypeError(f"{name} must be a string")
+        for name in self._integers:
+            if type(values[name]) is not int:
+                raise TypeError(f"{name} must be an integer")
+        compiled = self._compiled(using)
+        params = [kind(values[name]) if name else kind for name, kind in compiled.template]
+        # As QuerySet.update(): an error marks the surrounding atomic block for rollback.
+        with transaction.mark_for_rollback_on_error(using=using):
+            with compiled.connection.cursor() as cursor:
+                cursor.execute(compiled.sql, params)
+                return int(cursor.rowcount)

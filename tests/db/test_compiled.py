@@ -1,4 +1,4 @@
-"""CompiledRead (gedweb/db/compiled.py): the ORM's SQL, compiled once, with the ORM's results."""
+"""CompiledRead and CompiledUpdate (gedweb/db/compiled.py): the ORM's SQL, compiled once."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import uuid
 
 import pytest
 from django.db import connections
+from django.db.models import BigIntegerField, F, Value
 
-from gedweb.db.compiled import CompiledRead
+from gedweb.db.compiled import CompiledRead, CompiledUpdate
 from memory import services
-from memory.models import MemoryEntry, ProjectToken, hash_token
+from memory.models import MemoryEntry, ProjectQuota, ProjectToken, hash_token
 from memory.querysets import newest_chain_row
 
 
@@ -103,3 +104,55 @@ def test_the_token_lookup_and_the_chain_head_match_the_orm(make_project):
         alpha.project.pk, alpha.project.name, alpha.project.created_at)
     services.project_token_revoke(project=alpha.project, name=token.name)
     assert principal_for_token(alpha.token) is None
+
+
+# --- CompiledUpdate ------------------------------------------------------------------------
+
+
+def _charge_counter(project_id, cost):
+    rows = ProjectQuota.objects.filter(project_id=project_id, kind="entries",
+                                       used_bytes__lte=Value(1000, output_field=BigIntegerField())
+                                       - Value(cost, output_field=BigIntegerField()))
+    return rows, {"used_bytes": F("used_bytes") + Value(cost, output_field=BigIntegerField())}
+
+
+CHARGE = CompiledUpdate(_charge_counter, strings=("project_id",), integers=("cost",))
+
+
+def _used(project_id):
+    return ProjectQuota.objects.get(project_id=project_id, kind="entries").used_bytes
+
+
+def test_an_update_runs_with_each_calls_values_and_counts_its_rows(make_project):
+    for name in ("alpha", "beta"):
+        make_project(name)
+    before = {name: _used(name) for name in ("alpha", "beta")}
+    assert CHARGE.run(project_id="alpha", cost=7) == 1
+    assert CHARGE.run(project_id="alpha", cost=5) == 1
+    assert CHARGE.run(project_id="beta", cost=11) == 1
+    assert _used("alpha") == before["alpha"] + 12
+    assert _used("beta") == before["beta"] + 11
+    # The condition is the compiled one, with this call's cost in both places.
+    room = 1000 - _used("alpha")
+    assert CHARGE.run(project_id="alpha", cost=room + 1) == 0
+    assert _used("alpha") == before["alpha"] + 12
+    assert CHARGE.run(project_id="alpha", cost=room) == 1
+    assert _used("alpha") == 1000
+    assert CHARGE.run(project_id="gamma", cost=1) == 0
+    assert CHARGE.run(project_id="alpha' OR '1'='1", cost=0) == 0
+
+
+def test_an_update_refuses_wrong_parameters_and_types(db):
+    with pytest.raises(TypeError):
+        CHARGE.run(project_id="alpha")
+    with pytest.raises(TypeError, match="cost"):
+        CHARGE.run(project_id="alpha", cost="7")
+    with pytest.raises(TypeError, match="cost"):
+        CHARGE.run(project_id="alpha", cost=True)
+    with pytest.raises(TypeError, match="project_id"):
+        CHARGE.run(project_id=7, cost=7)
+    unused = CompiledUpdate(lambda project_id, cost: (ProjectQuota.objects.all(),
+                                                      {"used_bytes": 0}),
+                            strings=("project_id",), integers=("cost",))
+    with pytest.raises(ValueError, match="cost"):
+        unused.run(project_id="alpha", cost=1)

@@ -237,6 +237,46 @@ def test_counting_costs_one_statement_for_every_limit(alpha, settings, method, l
     assert hits == {"requests": 2, "writes": 1 + (method == "POST")}
 
 
+def test_on_sqlite_the_count_commits_without_fsync_and_the_connection_keeps_full(
+        live_db, alpha, settings):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's synchronous setting; PostgreSQL counts in one statement")
+    settings.REDIS_URL = None
+    limits(settings, requests=Rate(1000, 86400), writes=Rate(1000, 86400))
+    client = bearer_client(alpha.token)
+    append(client, "alpha", "warm-up")
+    with CaptureQueriesContext(connection) as queries:
+        response = append(client, "alpha")
+    assert response.status_code == 201
+    statements = [q["sql"] for q in queries]
+    counting = next(i for i, sql in enumerate(statements) if "gedweb_rate_counter" in sql)
+    lowered = statements.index("PRAGMA synchronous=NORMAL")
+    restored = next(i for i, sql in enumerate(statements)
+                    if i > counting and sql.startswith("PRAGMA synchronous="))
+    assert lowered < counting < restored
+    assert statements[restored] == "PRAGMA synchronous=2"
+    # The entry itself, after the count, is committed with FULL again.
+    insert = next(i for i, sql in enumerate(statements)
+                  if sql.startswith('INSERT INTO "memory_memoryentry"'))
+    assert insert > restored
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        assert cursor.fetchone()[0] == 2
+
+
+def test_a_failed_count_still_puts_the_connections_setting_back(live_db, settings,
+                                                                monkeypatch):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's synchronous setting")
+    settings.REDIS_URL = None
+    monkeypatch.setattr(throttling, "_UPSERT", "INSERT INTO no_such_table VALUES {rows}")
+    with pytest.raises(Exception, match="no_such_table"):
+        throttling.count_request("requests:x", Rate(10, 60), time.time())
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        assert cursor.fetchone()[0] == 2
+
+
 def test_each_process_deletes_the_rows_of_windows_that_are_over(alpha, settings, monkeypatch):
     settings.REDIS_URL = None
     limits(settings, requests=Rate(10, 60))
