@@ -12,10 +12,20 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8787')}"
 # waits on the database or an fsync. Writers queue for the SQLite writer
 # lock across processes (gedweb/db/sqlite3/base.py).
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * len(os.sched_getaffinity(0)) + 1)
-# gthread even with one thread: it keeps idle keep-alive connections in its
-# poller instead of tying the worker up with them.
-worker_class = "gthread"
+# gthread even with one thread: it keeps connections that have sent nothing
+# yet (a browser's preconnect) in its poller instead of tying the worker up
+# with them. Its balanced form (gedweb/server_worker.py) accepts a connection
+# only while a thread is free, so a request waits in the kernel's one accept
+# queue for the first free worker instead of behind a busy one.
+worker_class = "gedweb.server_worker.BalancedThreadWorker"
 threads = int(os.environ.get("GUNICORN_THREADS") or 1)
+# No keep-alive: each request comes back to that one queue. A worker keeps
+# the connections it accepted, so with keep-alive 16 clients stayed where
+# they first landed, 10 of them on one worker while others idled: p99 under
+# load was 5-9 times the p50, 2 times without (docs/performance.md, "Tails").
+# A connection costs less than that wait; behind a reverse proxy, the
+# proxy's keep-alive to its clients is unaffected.
+keepalive = 0
 timeout = 60
 graceful_timeout = 20
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-") or None
