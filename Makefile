@@ -16,7 +16,7 @@ RUN_LOCK := requirements/base.txt
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-pure gates bench bench-ledger bench-metrics lint lock mutants mutants-services check-python clean
+.PHONY: run test test-pure gates bench bench-ledger bench-metrics bench-overhead lint lock mutants mutants-services check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -105,16 +105,29 @@ mutants-services: $(VENV)/.installed-dev
 	$(BIN)/python tests/mutants.py services run --max-children 2
 	$(BIN)/python tests/mutants.py services results
 
+# docs/performance.md: growth to 100,000 entries (run.py, SQLite unless
+# BENCH_ARGS names a database), the secret scan, the metrics' cost, GedWeb
+# against the Django floor and its tails on both databases (overhead.py),
+# and two app servers on one PostgreSQL (servers.py). About 15 minutes.
+BENCH_PG = postgres://postgres@127.0.0.1:5432
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 	$(BIN)/python bench/secret_scan.py
 	$(BIN)/python bench/metrics.py $(METRICS_ARGS)
+	$(BIN)/python bench/overhead.py $(OVERHEAD_ARGS)
+	$(BIN)/python bench/overhead.py --database-url $(BENCH_PG)/gedweb_overhead $(OVERHEAD_ARGS)
+	$(BIN)/python bench/servers.py --database-url $(BENCH_PG)/gedweb_servers $(SERVERS_ARGS)
 
 # What the request metrics cost an append: two gunicorns, with and without
 # the middleware, in interleaved ABBA rounds (docs/performance.md); about
 # 1.5 minutes. METRICS_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".
 bench-metrics: $(VENV)/.installed-dev
 	$(BIN)/python bench/metrics.py $(METRICS_ARGS)
+
+# GedWeb against the Django floor and the raw floor, and its tails under
+# 16 clients (bench/overhead.py), on SQLite; about 1.5 minutes.
+bench-overhead: $(VENV)/.installed-dev
+	$(BIN)/python bench/overhead.py $(OVERHEAD_ARGS)
 
 # What the trust ledger costs a write, in process (docs/performance.md); SQLite,
 # plus PostgreSQL with LEDGER_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".
