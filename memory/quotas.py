@@ -168,7 +168,6 @@ _CHARGES: dict[tuple[str, int], CompiledUpdate] = {}
 
 
 def _charge(project_id: str, kind: str, cost: int) -> None:
-    rows = ProjectQuota.objects.filter(project_id=project_id, kind=kind)
     key = (kind, default_limit_mib(kind))
     charge = _CHARGES.get(key)
     if charge is None:
@@ -176,7 +175,7 @@ def _charge(project_id: str, kind: str, cost: int) -> None:
     for _ in range(3):
         if charge.run(project_id=project_id, cost=cost):
             return
-        quota = rows.first()
+        quota = ProjectQuota.objects.filter(project_id=project_id, kind=kind).first()
         if quota is not None:
             limit = limit_bytes(quota)
             if quota.used_bytes + cost <= limit:

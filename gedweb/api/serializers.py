@@ -15,6 +15,7 @@ from typing import Any, ClassVar, cast
 
 from rest_framework import serializers
 from rest_framework.fields import Field
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory.models import format_timestamp
 
@@ -71,6 +72,22 @@ class StrictSerializer(serializers.Serializer[Any]):
         return value
 
 
+class _SurrogateValidator(ProhibitSurrogateCharactersValidator):
+    """DRF's check, its message and code, with the clean case in C.
+
+    DRF's own walks the text in Python, one ord() per character: 4 % of an
+    append's CPU for a 300-character entry. UTF-8 cannot encode exactly the
+    code points DRF refuses (U+D800 to U+DFFF), so only a text that fails to
+    encode is walked, to name its first surrogate as DRF does.
+    """
+
+    def __call__(self, value: Any) -> None:
+        try:
+            str(value).encode("utf-8")
+        except UnicodeEncodeError:
+            super().__call__(value)
+
+
 class StrictCharField(serializers.CharField):
     """A string, never a number or bool coerced into one; kept exactly as sent."""
 
@@ -78,6 +95,10 @@ class StrictCharField(serializers.CharField):
         kwargs.setdefault("trim_whitespace", False)
         kwargs.setdefault("allow_blank", True)
         super().__init__(**kwargs)
+        self.validators = [
+            _SurrogateValidator() if type(v) is ProhibitSurrogateCharactersValidator else v
+            for v in self.validators
+        ]
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
