@@ -16,7 +16,7 @@ RUN_LOCK := requirements/base.txt
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-pure gates bench bench-ledger bench-metrics bench-overhead lint lock mutants mutants-services check-python clean
+.PHONY: run test test-pure gates bench bench-million bench-overhead bench-ledger bench-metrics lint lock mutants mutants-services check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -117,6 +117,14 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/overhead.py $(OVERHEAD_ARGS)
 	$(BIN)/python bench/overhead.py --database-url $(BENCH_PG)/gedweb_overhead $(OVERHEAD_ARGS)
 	$(BIN)/python bench/servers.py --database-url $(BENCH_PG)/gedweb_servers $(SERVERS_ARGS)
+
+# A million entries among 10,000 projects (docs/performance.md, "A million
+# entries"): latency against an empty project, and the peak memory of the
+# memory commands and the CLI over the whole record; about 15 minutes on
+# SQLite. MILLION_ARGS="--entries 100000" for a shorter run,
+# "--database-url postgres://...@127.0.0.1:5432/gedweb_million" for PostgreSQL.
+bench-million: $(VENV)/.installed-dev
+	$(BIN)/python bench/million.py $(MILLION_ARGS)
 
 # What the request metrics cost an append: two gunicorns, with and without
 # the middleware, in interleaved ABBA rounds (docs/performance.md); about

@@ -6,7 +6,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db import connection, models
 from django.db.models import BooleanField, Exists, F, OuterRef, Prefetch
@@ -34,22 +34,29 @@ def search_words(text: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
 
+# The FTS rowid a SQLite search given its project selects, by this name.
+FTS_ROWID = "fts_rowid"
+
+
 def fts_project_token(project_id: str) -> str:
     """The SQLite FTS token of a project: ``p`` + hex of the id (migration memory/0007)."""
     return "p" + project_id.encode().hex()
 
 
 def seq_order_key(searched: bool) -> str:
-    """What orders one project's entries by seq: ``seq``, or ``pk`` for a SQLite search.
+    """What orders one project's entries by seq: ``seq``, or for a SQLite search the FTS rowid.
 
     Within one project ids grow with seq: both are assigned under the project's
-    write lock, and entries are never updated or deleted. Ordering a SQLite
-    full-text search by id lets SQLite walk the FTS match list in rowid order
-    and stop at the page size; ordered by seq it walks the project's whole
-    (project, seq) index and probes every row, which for a rare word is the
-    whole project (docs/performance.md, observation 3).
+    write lock, and entries are never updated or deleted. A SQLite full-text
+    search given its project (EntryQuerySet.search) joins the FTS table and
+    selects its rowid, the entry's id, as FTS_ROWID: ordered by it, SQLite
+    walks the project's match list in rowid order, either way, and stops at
+    the page size. Ordered by seq it walks the project's whole (project, seq)
+    index and probes every row, which for a rare word is the whole project
+    (docs/performance.md, observation 3); ordered by the entry's own id it
+    first collects every match (docs/performance.md, "A million entries").
     """
-    return "pk" if searched and connection.vendor == "sqlite" else "seq"
+    return FTS_ROWID if searched and connection.vendor == "sqlite" else "seq"
 
 
 class ProjectQuerySet(models.QuerySet["Project"]):
@@ -115,30 +122,49 @@ class EntryQuerySet(AppendOnlyQuerySet):
         """Entries whose content holds every word of text, through the full-text index.
 
         SQLite answers from the FTS5 table memory_entry_fts (migrations 0002
-        and 0007); given the project, it asks the index for that project's
-        matches only (the project filter itself stays the caller's). PostgreSQL
-        answers from the GIN index on the stored column content_tsv,
-        to_tsvector('simple', content) (migration 0004).
+        and 0007). Given the project, it asks the index for that project's
+        matches only (the project filter itself stays the caller's) and
+        joins the FTS table, selecting its rowid as FTS_ROWID to order by
+        (seq_order_key): SQLite then reads the match list in that order and
+        stops at the page, where ``id IN (SELECT rowid ...)`` first collects
+        every match, 100,000 of them for a word in one entry in ten of a
+        million. Without the project (the admin's search, which ORs it with
+        other conditions, where a join would multiply the rows) it stays
+        that ``IN``. PostgreSQL answers from the GIN index on the stored
+        column content_tsv, to_tsvector('simple', content) (migration 0004).
         """
         words = search_words(text)
         if not words:
-            return self.none()
+            nothing: EntryQuerySet = self.none()
+            if connection.vendor == "sqlite":
+                # Nothing to match, but orderable as a SQLite search page is (seq_order_key).
+                return cast(EntryQuerySet, nothing.annotate(**{FTS_ROWID: F("pk")}))
+            return nothing
         if connection.vendor == "postgresql":
-            condition = RawSQL(
+            return self.filter(RawSQL(
                 "memory_memoryentry.content_tsv @@ plainto_tsquery('simple'::regconfig, %s)",
                 [" ".join(words)],
                 output_field=BooleanField(),
-            )
-        else:
-            phrases = " AND ".join('"' + word.replace('"', '""') + '"' for word in words)
-            condition = RawSQL(
+            ))
+        phrases = " AND ".join('"' + word.replace('"', '""') + '"' for word in words)
+        if project is None:
+            return self.filter(RawSQL(
                 "memory_memoryentry.id IN"
                 " (SELECT rowid FROM memory_entry_fts WHERE memory_entry_fts MATCH %s)",
-                [f"project : {fts_project_token(project.pk)} AND content : ({phrases})"
-                 if project is not None else f"content : ({phrases})"],
+                [f"content : ({phrases})"],
                 output_field=BooleanField(),
-            )
-        return self.filter(condition)
+            ))
+        # QuerySet.extra: the ORM joins no table without a model, and a
+        # model of the FTS table would give Django a join to trim, ordering
+        # by the entry's id again. Every SQL string here is a constant; the
+        # match is a query parameter.
+        return cast(EntryQuerySet, self.extra(  # nosec B610
+            tables=["memory_entry_fts"],
+            select={FTS_ROWID: "memory_entry_fts.rowid"},
+            where=["memory_entry_fts.rowid = memory_memoryentry.id",
+                   "memory_entry_fts MATCH %s"],
+            params=[f"project : {fts_project_token(project.pk)} AND content : ({phrases})"],
+        ))
 
 
     def distinct_values(self, project: Any, field: str, limit: int = 200) -> list[str]:

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -339,8 +339,9 @@ class Client:
         page: dict[str, Any] = self.get_json(self.project_path(project, "memory"), **query)
         return page
 
-    def all_items(self, path: str, *, page_size: int, cursor_type: type[int] | type[str] = int,
-                  descending: bool = False, **query: Any) -> list[dict[str, Any]]:
+    def iter_items(self, path: str, *, page_size: int,
+                   cursor_type: type[int] | type[str] = int, descending: bool = False,
+                   **query: Any) -> Iterator[dict[str, Any]]:
         """Every item of a cursor-paged listing, in the listing's order, following next_cursor.
 
         The one way a client reads a whole listing: each page is asked for
@@ -348,29 +349,31 @@ class Client:
         or an id, or a work id as ``str``), or ``before`` it when the listing
         runs newest first (``descending``, memory's ``order=desc``); a cursor
         of another type or one that does not move on is refused rather than
-        followed forever.
+        followed forever. Items come as each page arrives and only that page
+        is held, so a listing of a million entries takes the memory of one
+        page; a failure on a later page raises after the earlier items.
         """
         cursor_name = "before" if descending else "after"
-        items: list[dict[str, Any]] = []
         position: int | str | None = None
         while True:
             page = self.get_json(path, limit=page_size, **{cursor_name: position}, **query)
             batch = page.get("items") if isinstance(page, dict) else None
             if not isinstance(batch, list):
                 raise ApiError(200, "bad_response", "the listing has no items array")
-            items.extend(batch)
+            yield from batch
             cursor = page.get("next_cursor")
             if cursor is None:
-                return items
+                return
             if not _advances(cursor, position, cursor_type, descending=descending):
                 raise ApiError(200, "bad_response", f"next_cursor does not advance: {cursor!r}")
             position = cursor
 
-    def memory_all(self, project: str, page_size: int = 500, order: str = "asc",
-                   **query: Any) -> list[dict[str, Any]]:
-        """Every entry in seq order: oldest first, or newest first with ``order="desc"``."""
-        return self.all_items(self.project_path(project, "memory"), page_size=page_size,
-                              descending=order == "desc", order=order, **query)
+    def memory_iter(self, project: str, page_size: int = 500, order: str = "asc",
+                    **query: Any) -> Iterator[dict[str, Any]]:
+        """Every entry in seq order, page by page: oldest first, or newest first
+        with ``order="desc"``."""
+        return self.iter_items(self.project_path(project, "memory"), page_size=page_size,
+                               descending=order == "desc", order=order, **query)
 
     def memory_get(self, project: str, ref: str | int) -> dict[str, Any]:
         entry: dict[str, Any] = self.get_json(self.project_path(project, "memory", str(ref)))

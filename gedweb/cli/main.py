@@ -13,7 +13,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -260,6 +260,26 @@ class Output:
             for item in items:
                 self._write(line(item))
 
+    def listing(self, items: Iterable[Any], line: Callable[[dict[str, Any]], str], *,
+                lean: bool = False) -> None:
+        """A whole listing (``--all``), written item by item as the pages arrive.
+
+        The same bytes as page() of ``{"items": [...], "next_cursor": null}``,
+        without holding the items: a listing of a million entries is printed
+        in the memory of one page. A page that fails after others were
+        printed leaves those on stdout (the exit status still says so).
+        """
+        if self.format == "json":
+            sys.stdout.write(LISTING_START)
+            for position, item in enumerate(items):
+                record = _record(item)
+                sys.stdout.write(("," if position else "")
+                                 + compact_json(self.lean(record) if lean else record))
+            self._write(LISTING_END)
+        else:
+            for item in items:
+                self._write(line(_record(item)))
+
     def text(self, text: str) -> None:
         """Raw text (a document, the bundle, STANDARDS.md), ending with a newline."""
         text = terminal_safe(text, keep_line_breaks=True)
@@ -268,6 +288,10 @@ class Output:
     @staticmethod
     def _write(line: str) -> None:
         sys.stdout.write(line + "\n")
+
+
+# compact_json({"items": [...], "next_cursor": None}) around its items.
+LISTING_START, LISTING_END = compact_json({"items": [None], "next_cursor": None}).split("null", 1)
 
 
 def _items(page: Any) -> list[Any]:
@@ -449,22 +473,28 @@ def _corrects(value: str | None) -> str | int | None:
     return value
 
 
-def local_verify(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """verify_chain over downloaded entries; a malformed entry is a broken link."""
+def local_verify(entries: Iterable[Any]) -> dict[str, Any]:
+    """verify_chain over downloaded entries, as they arrive; a malformed entry is a broken link.
+
+    Each entry is checked and dropped, so the memory used is one page's
+    (and verify_chain's redacted entries), whatever the length of the record.
+    """
     needed_v1 = {*CHAINED_FIELDS, "prev_hash", "hash"}
     needed_v2 = {*CHAINED_FIELDS_V2, "content", "id", "prev_hash", "hash"}
-    checked: list[dict[str, Any]] = []
-    for entry in entries:
-        if isinstance(entry, dict):
-            # A server from before chain format 2 sends neither field: format 1.
-            entry = {"content_sha256": None, "redacts": None, **entry}
-            needed = needed_v1 if entry["content_sha256"] is None else needed_v2
-        if isinstance(entry, dict) and all(name in entry for name in needed):
-            checked.append(entry)
-        else:  # cannot match any link, so verify_chain names its position
-            checked.append({**{name: None for name in needed_v1}, "seq": -1,
-                            "hash": GENESIS_HASH[:-1]})
-    return verify_chain(checked).as_dict()
+
+    def checked() -> Iterator[dict[str, Any]]:
+        for entry in entries:
+            if isinstance(entry, dict):
+                # A server from before chain format 2 sends neither field: format 1.
+                entry = {"content_sha256": None, "redacts": None, **entry}
+                needed = needed_v1 if entry["content_sha256"] is None else needed_v2
+            if isinstance(entry, dict) and all(name in entry for name in needed):
+                yield entry
+            else:  # cannot match any link, so verify_chain names its position
+                yield {**{name: None for name in needed_v1}, "seq": -1,
+                       "hash": GENESIS_HASH[:-1]}
+
+    return verify_chain(checked()).as_dict()
 
 
 # A whole listing is read in pages of at most this (the server's maximum).
@@ -515,9 +545,9 @@ def run(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParse
     elif args.command == "work":
         if args.work_command == "list":
             if args.all:
-                items = client.all_items(client.project_path(project, "work"),
-                                         page_size=_page_size(args, parser), cursor_type=str)
-                out.page({"items": items, "next_cursor": None}, work_line)
+                out.listing(client.iter_items(client.project_path(project, "work"),
+                                              page_size=_page_size(args, parser),
+                                              cursor_type=str), work_line)
             else:
                 out.page(client.work_page(project, limit=args.limit), work_line)
         else:
@@ -538,9 +568,8 @@ def _memory(args: argparse.Namespace, client: Client, parser: argparse.ArgumentP
         filters = {"category": args.category, "source": args.source, "since": args.since,
                    "view": "current" if args.current else None}
         if args.all:
-            items = client.memory_all(project, page_size=_page_size(args, parser),
-                                      order=args.order, **filters)
-            out.page({"items": items, "next_cursor": None}, entry_line, lean=True)
+            out.listing(client.memory_iter(project, page_size=_page_size(args, parser),
+                                           order=args.order, **filters), entry_line, lean=True)
         else:
             out.page(client.memory_page(project, limit=args.limit, order=args.order, **filters),
                      entry_line, lean=True)
@@ -552,7 +581,7 @@ def _memory(args: argparse.Namespace, client: Client, parser: argparse.ArgumentP
         out.record(client.memory_get(project, args.ref), entry_line, lean=True)
     elif action == "verify":
         # Every link is checked, so the download keeps the hashes whatever --hashes says.
-        report = local_verify(client.memory_all(project))
+        report = local_verify(client.memory_iter(project))
         if out.format == "json":
             out.record(report, str)
         elif report["ok"]:
@@ -575,9 +604,9 @@ def _candidates(args: argparse.Namespace, client: Client, parser: argparse.Argum
                                             args.idempotency_key), candidate_line, lean=True)
     elif action == "list":
         if args.all:
-            items = client.all_items(client.project_path(project, "memory", "candidates"),
-                                     page_size=_page_size(args, parser), status=args.status)
-            out.page({"items": items, "next_cursor": None}, candidate_line, lean=True)
+            out.listing(client.iter_items(client.project_path(project, "memory", "candidates"),
+                                          page_size=_page_size(args, parser), status=args.status),
+                        candidate_line, lean=True)
         else:
             out.page(client.candidates_page(project, status=args.status, limit=args.limit),
                      candidate_line, lean=True)

@@ -1,4 +1,4 @@
-"""Client.all_items, the one way the CLI and the MCP server read a whole listing."""
+"""Client.iter_items, the one way the CLI reads a whole listing."""
 
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ def test_it_follows_the_cursor_of_any_listing_to_its_end(gedweb_server: LiveServ
                        json_body={"category": "note", "content": f"idea {n}"}).json()["id"]
         for n in range(3)
     ]
-    candidates = client.all_items(listing, page_size=1)
+    candidates = list(client.iter_items(listing, page_size=1))
     assert [c["id"] for c in candidates] == proposed
 
 
 def test_an_empty_listing_is_one_request_and_no_items(gedweb_server: LiveServer) -> None:
     token = gedweb_server.new_project("cli-pages-empty")
     client = Client(url=gedweb_server.url, token=token)
-    assert client.memory_all("cli-pages-empty", page_size=2) == []
+    assert list(client.memory_iter("cli-pages-empty", page_size=2)) == []
 
 
 @contextmanager
@@ -70,7 +70,8 @@ def test_a_string_cursor_is_followed_when_the_listing_has_string_cursors() -> No
     pages = {"None": {"items": [{"work_id": "w1"}], "next_cursor": "w1"},
              "w1": {"items": [{"work_id": "w2"}], "next_cursor": None}}
     with listing_server(pages) as (url, asked):
-        items = Client(url=url).all_items("/v1/projects/p/work", page_size=1, cursor_type=str)
+        items = list(Client(url=url).iter_items("/v1/projects/p/work", page_size=1,
+                                                cursor_type=str))
     assert [item["work_id"] for item in items] == ["w1", "w2"]
     assert asked == [None, "w1"]
 
@@ -87,7 +88,7 @@ def test_a_string_cursor_is_followed_when_the_listing_has_string_cursors() -> No
 def test_a_cursor_that_does_not_advance_is_refused(pages: dict[str, Any]) -> None:
     with listing_server(pages) as (url, asked):
         with pytest.raises(ApiError, match="next_cursor does not advance") as refused:
-            Client(url=url).all_items("/v1/projects/p/memory", page_size=1)
+            list(Client(url=url).iter_items("/v1/projects/p/memory", page_size=1))
     assert refused.value.code == "bad_response"
     assert len(asked) == len(pages)
 
@@ -95,4 +96,4 @@ def test_a_cursor_that_does_not_advance_is_refused(pages: dict[str, Any]) -> Non
 def test_a_page_without_an_items_array_is_refused() -> None:
     with listing_server({"None": {"next_cursor": None}}) as (url, _):
         with pytest.raises(ApiError, match="no items array"):
-            Client(url=url).all_items("/v1/projects/p/memory", page_size=1)
+            list(Client(url=url).iter_items("/v1/projects/p/memory", page_size=1))
