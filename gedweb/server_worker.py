@@ -5,14 +5,15 @@ whether or not a thread is free to serve it, and keeps a keep-alive
 connection for good. Under 16 keep-alive clients and 5 single-thread
 workers, the first worker to wake took 10 of the 16 connections while
 another served 1: those 10 clients waited behind each other (p50 300 ms)
-while two workers idled, and the 16-client p99 was 7 times the p50
-(measured with bench/overhead.py, docs/performance.md "Tails").
+while two workers idled, and the 16-client p99 was 5 to 9 times the p50
+(bench/overhead.py; docs/performance.md, issue 20's section).
 
 This worker stops listening while all its threads are busy, so a new
 connection waits in the kernel's accept queue for a worker that can serve
-it at once. Everything else is gthread's own: keep-alive, the poller for
-idle and pending connections (browsers' preconnects tie up no thread), the
-timeouts and graceful shutdown. gunicorn.conf.py names it as worker_class.
+it at once; gunicorn.conf.py turns keep-alive off, so every request comes
+back to that queue. Everything else is gthread's own: the poller for
+pending connections (browsers' preconnects tie up no thread), the timeouts
+and graceful shutdown. gunicorn.conf.py names it as worker_class.
 """
 
 from __future__ import annotations
