@@ -612,7 +612,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                      description="A million entries among 10,000 projects "
                                      "(see module doc).")
     parser.add_argument("--entries", type=int, default=1_000_000,
-                        help="entries in the big project (default 1000000)")
+                        help="entries in the big project (default 1000000, at least 20000)")
     parser.add_argument("--projects", type=int, default=10_000,
                         help="projects in all, the big and the empty one included "
                         "(default 10000)")
@@ -631,8 +631,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep-db", action="store_true",
                         help="do not drop the PostgreSQL database at the end")
     args = parser.parse_args(argv)
-    if not 1_000 <= args.entries <= 5_000_000:
-        parser.error("--entries must be 1,000..5,000,000")
+    # The big project's rare-word page of 20 comes from its seeded matches.
+    fewest = AGENT_SEARCH_LIMIT * run.workload.RARE_EVERY
+    if not fewest <= args.entries <= 5_000_000:
+        parser.error(f"--entries must be {fewest:,}..5,000,000 (an agent's page of "
+                     f"{AGENT_SEARCH_LIMIT} needs that many for the rare word)")
     if not 2 <= args.projects <= 100_000:
         parser.error("--projects must be 2..100,000")
     if not 0 <= args.adrs <= 1_000:
