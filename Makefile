@@ -120,7 +120,7 @@ bench: $(VENV)/.installed-dev
 
 # A million entries among 10,000 projects (docs/performance.md, "A million
 # entries"): latency against an empty project, and the peak memory of the
-# memory commands and the CLI over the whole record; about 15 minutes on
+# memory commands and the CLI over the whole record; 9-15 minutes on
 # SQLite. MILLION_ARGS="--entries 100000" for a shorter run,
 # "--database-url postgres://...@127.0.0.1:5432/gedweb_million" for PostgreSQL.
 bench-million: $(VENV)/.installed-dev
