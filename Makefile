@@ -108,7 +108,8 @@ mutants-services: $(VENV)/.installed-dev
 # docs/performance.md: growth to 100,000 entries (run.py, SQLite unless
 # BENCH_ARGS names a database), the secret scan, the metrics' cost, GedWeb
 # against the Django floor and its tails on both databases (overhead.py),
-# and two app servers on one PostgreSQL (servers.py). About 15 minutes.
+# and two app servers on one PostgreSQL (servers.py). About 15 minutes;
+# MILLION=1 adds the million-entry run (bench-million, below).
 BENCH_PG = postgres://postgres@127.0.0.1:5432
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
@@ -117,6 +118,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/overhead.py $(OVERHEAD_ARGS)
 	$(BIN)/python bench/overhead.py --database-url $(BENCH_PG)/gedweb_overhead $(OVERHEAD_ARGS)
 	$(BIN)/python bench/servers.py --database-url $(BENCH_PG)/gedweb_servers $(SERVERS_ARGS)
+	$(if $(MILLION),$(BIN)/python bench/million.py $(MILLION_ARGS))
 
 # A million entries among 10,000 projects (docs/performance.md, "A million
 # entries"): latency against an empty project, and the peak memory of the
