@@ -59,14 +59,11 @@ import random
 import re
 import runpy
 import secrets
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -709,46 +706,19 @@ def bench(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def terminate(signum: int, frame: Any) -> None:
-        raise SystemExit(f"bench: stopped by signal {signum}")
-
-    signal.signal(signal.SIGTERM, terminate)
-    tmp = Path(tempfile.mkdtemp(prefix="gedweb-million-"))
     results: dict[str, Any] = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "targets": {"latency_ratio_p50": RATIO_TARGET, "peak_rss_mib": RSS_TARGET_MIB},
         "problems": [],
-        "load": {"start": run.loadavg()},
     }
     if args.database_url:
         results["args"]["database_url"] = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@",
                                                  args.database_url)
     started = time.perf_counter()
-    failed = False
-    try:
-        bench(args, tmp, results)
-    except BenchError as exc:
-        failed = True
-        results["problems"].append(str(exc))
-        print(f"bench: {exc}", file=sys.stderr)
-    except KeyboardInterrupt:
-        failed = True
-        results["problems"].append("interrupted")
-        print("bench: interrupted; the server was stopped", file=sys.stderr)
-    except Exception as exc:  # e.g. PostgreSQL not reachable: report it, keep the JSON
-        failed = True
-        results["problems"].append(f"{type(exc).__name__}: {exc}")
-        traceback.print_exc()
-    finally:
-        if args.keep_tmp:
-            print(f"bench: kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    failed = run.run_guarded(lambda tmp: bench(args, tmp, results), results,
+                             keep_tmp=args.keep_tmp, tmp_prefix="gedweb-million-")
     results["wall_seconds"] = round(time.perf_counter() - started, 1)
-    results["load"]["end"] = run.loadavg()
     print_report(results)
     db_name = results.get("meta", {}).get("database", "sqlite")
     out_path = args.json or HERE / "results" / f"million-{db_name}.json"

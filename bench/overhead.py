@@ -32,13 +32,9 @@ import argparse
 import json
 import os
 import secrets
-import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,9 +53,9 @@ from run import (
     combine_cpu,
     free_port,
     gedweb_env,
-    loadavg,
     machine_info,
     manage,
+    run_guarded,
     spread_throughput,
     summarize,
     verify,
@@ -319,35 +315,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def terminate(signum: int, frame: Any) -> None:
-        raise SystemExit(f"bench: stopped by signal {signum}")
-
-    signal.signal(signal.SIGTERM, terminate)
-    tmp = Path(tempfile.mkdtemp(prefix="gedweb-overhead-"))
-    results: dict[str, Any] = {
-        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "problems": [],
-        "load": {"start": loadavg()},
-    }
-    failed = False
-    try:
-        run(args, tmp, results)
-    except BenchError as exc:
-        failed = True
-        results["problems"].append(str(exc))
-        print(f"bench: {exc}", file=sys.stderr)
-    except Exception as exc:
-        failed = True
-        results["problems"].append(f"{type(exc).__name__}: {exc}")
-        traceback.print_exc()
-    finally:
-        if args.keep_tmp:
-            print(f"bench: kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    results["load"]["end"] = loadavg()
+    results: dict[str, Any] = {"started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                               "problems": []}
+    failed = run_guarded(lambda tmp: run(args, tmp, results), results, keep_tmp=args.keep_tmp,
+                         tmp_prefix="gedweb-overhead-")
     if "servers" in results:
         print_report(results)
     database = results.get("meta", {}).get("database", "sqlite")

@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -1209,45 +1210,58 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
             db.drop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_guarded(body: Callable[[Path], None], results: dict[str, Any], *, keep_tmp: bool,
+                tmp_prefix: str) -> bool:
+    """Run one benchmark's body in a fresh temporary directory; True if it failed.
+
+    SIGTERM becomes SystemExit, so the body's ``finally`` blocks stop its
+    servers; a BenchError, Ctrl-C or any other error goes into
+    results["problems"] (the caller still writes the JSON); the directory
+    is removed unless keep_tmp. Sets results["finished_at"] and the load.
+    """
 
     def terminate(signum: int, frame: Any) -> None:
         raise SystemExit(f"bench: stopped by signal {signum}")
 
     signal.signal(signal.SIGTERM, terminate)
-    tmp = Path(tempfile.mkdtemp(prefix="gedweb-bench-"))
+    tmp = Path(tempfile.mkdtemp(prefix=tmp_prefix))
+    results.setdefault("load", {})["start"] = loadavg()
+    failed = True
+    try:
+        body(tmp)
+        failed = False
+    except BenchError as exc:
+        results["problems"].append(str(exc))
+        print(f"bench: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        results["problems"].append("interrupted")
+        print("bench: interrupted; the server was stopped", file=sys.stderr)
+    except Exception as exc:  # e.g. PostgreSQL not reachable: report it, keep the JSON
+        results["problems"].append(f"{type(exc).__name__}: {exc}")
+        traceback.print_exc()
+    finally:
+        if keep_tmp:
+            print(f"bench: kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    results["load"]["end"] = loadavg()
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     results: dict[str, Any] = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "problems": [],
         "checks": {},
-        "load": {"start": loadavg()},
     }
     if args.database_url:
         results["args"]["database_url"] = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@",
                                                  args.database_url)
-    failed = False
-    try:
-        run(args, tmp, results)
-    except BenchError as exc:
-        failed = True
-        results["problems"].append(str(exc))
-        print(f"bench: {exc}", file=sys.stderr)
-    except KeyboardInterrupt:
-        failed = True
-        results["problems"].append("interrupted")
-        print("bench: interrupted; the server was stopped", file=sys.stderr)
-    except Exception as exc:  # e.g. PostgreSQL not reachable: report it, keep the JSON
-        failed = True
-        results["problems"].append(f"{type(exc).__name__}: {exc}")
-        traceback.print_exc()
-    finally:
-        if args.keep_tmp:
-            print(f"bench: kept {tmp}", file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    failed = run_guarded(lambda tmp: run(args, tmp, results), results, keep_tmp=args.keep_tmp,
+                         tmp_prefix="gedweb-bench-")
     if "throughput" in results:
         print_report(results)
     db_name = results.get("meta", {}).get("database", "sqlite")
