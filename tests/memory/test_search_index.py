@@ -114,6 +114,39 @@ def test_project_ids_with_separators_are_one_exact_token(make_project):
         assert [e.content for e in found] == [f"quetzal of {project.id}"]
 
 
+def test_a_sorted_search_page_looks_up_its_links_for_the_page_only(alpha):
+    # A rare word's page is its matches sorted (migration 0015). The uuids
+    # of the corrected entries are looked up per row of the page, after the
+    # LIMIT, not joined to every match before the sort (with_links).
+    if connection.vendor != "postgresql":
+        return
+    first = services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                         content="quetzal 0").entry
+    for index in range(1, 30):
+        services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                     content=f"quetzal {index}", corrects=first.seq)
+    page = selectors.entry_list(project=alpha.project, q="quetzal").order_by("-seq")[:5]
+    assert [e.corrects_uuid for e in page] == [first.uuid] * 5
+    sql, params = page.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_indexscan = off")  # the sort, as for a rare word
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        (plan,) = cursor.fetchone()
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    found = list(nodes(plan[0]["Plan"]))
+    assert any(node["Node Type"] == "Sort" for node in found)
+    assert not [node["Node Type"] for node in found
+                if "Join" in node["Node Type"] or node["Node Type"] == "Nested Loop"]
+    lookups = [node for node in found if node.get("Subplan Name")]
+    assert len(lookups) == 2
+    assert {node["Actual Loops"] for node in lookups} == {5}
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner statistics")
 def test_postgresql_samples_the_search_vector_enough_to_count_rare_words(db):
     # Migration 0015: with the default target a rare word's matches were
