@@ -156,13 +156,19 @@ class MemoryEntry(AppendOnlyModel):
     append_only_instead = "append a correction instead"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="entries")
+    # No index of its own on the three foreign keys (memory 0016): (project,
+    # seq) serves every project lookup, memory_memoryentry_one_redaction
+    # every redacts one, and corrects has a partial index. Each index is a
+    # page written per append, for nothing.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="entries",
+                                db_index=False)
     seq = models.PositiveBigIntegerField()
     category = models.CharField(max_length=64, validators=[validate_category])
     content = models.TextField(validators=[validate_content])
     source = models.CharField(max_length=128, default="operator", validators=[validate_source])
     corrects = models.ForeignKey(
-        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="corrected_by"
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="corrected_by",
+        db_index=False,
     )
     author = models.CharField(max_length=64)
     created_at = models.DateTimeField()
@@ -178,7 +184,8 @@ class MemoryEntry(AppendOnlyModel):
     # record is itself an entry of the chain (category "redaction", content
     # the reason), so it is append-only, chained and checkpointed like any.
     redacts = models.ForeignKey(
-        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="redactions"
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="redactions",
+        db_index=False,
     )
     # An Idempotency-Key lives as long as its entry: a replay is answered
     # from this row, and the request hash tells a replay from a reuse.
@@ -222,6 +229,10 @@ class MemoryEntry(AppendOnlyModel):
             models.Index(fields=["project", "category", "seq"], name="memory_entry_category_idx"),
             models.Index(fields=["project", "source", "seq"], name="memory_entry_source_idx"),
             models.Index(fields=["project", "created_at"], name="memory_entry_created_idx"),
+            # Only corrections are indexed: an entry that corrects nothing
+            # (most of them) writes no page here.
+            models.Index(fields=["corrects"], condition=Q(corrects__isnull=False),
+                         name="memory_entry_corrects_idx"),
         ]
 
     def __str__(self) -> str:
