@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import connection, models
-from django.db.models import BooleanField, Exists, F, OuterRef, Prefetch, Subquery
+from django.db.models import BooleanField, Exists, F, OuterRef, Prefetch, UUIDField
 from django.db.models.expressions import RawSQL
 
 from gedweb.append_only import AppendOnlyQuerySet
@@ -105,23 +105,32 @@ class EntryQuerySet(AppendOnlyQuerySet):
     def with_links(self) -> EntryQuerySet:
         """Load what EntrySerializer needs for corrections in two queries, not one per row.
 
-        The uuids of the entries corrected and redacted are scalar subqueries,
-        not joins: PostgreSQL evaluates a subquery of the select list after
-        ORDER BY ... LIMIT, only for the page's rows, where a join is done
-        for every row before the sort. A rare word's search page sorts its
-        matches (migration 0015), 1,000 of them in a million entries: with
-        the joins, 2,000 index probes for a page of 20 (bench/million.py).
+        On PostgreSQL the uuids of the entries corrected and redacted are
+        scalar subqueries, not joins: it evaluates a subquery of the select
+        list after ORDER BY ... LIMIT, for the page's rows only, where a join
+        is done for every row before the sort. A rare word's search page
+        sorts its matches (migration 0015), 1,000 of them in a million
+        entries: joined, 2,000 index probes for a page of 20. They are
+        written as SQL because the ORM's Subquery costs about 0.4 ms to
+        compile per listing. SQLite never sorts a page's matches (its FTS
+        table returns them in order, see search()), and a correlated
+        subquery costs it more than the join, so it keeps the joins.
         """
         from memory.models import MemoryEntry
 
-        def uuid_of(column: str) -> Subquery:
-            return Subquery(MemoryEntry.objects.filter(pk=OuterRef(column))
-                            .order_by().values("uuid")[:1])
-
+        if connection.vendor == "postgresql":
+            # Constant SQL: name is one of the two literals below; no parameters.
+            links: dict[str, Any] = {
+                f"{name}_uuid": RawSQL(  # nosec B611
+                    "(SELECT linked.uuid FROM memory_memoryentry linked"  # nosec B608
+                    f" WHERE linked.id = memory_memoryentry.{name}_id)", (),
+                    output_field=UUIDField())
+                for name in ("corrects", "redacts")
+            }
+        else:
+            links = {"corrects_uuid": F("corrects__uuid"), "redacts_uuid": F("redacts__uuid")}
         # AppendOnlyQuerySet is not generic, so mypy sees Any: name the type it is.
-        linked: EntryQuerySet = self.annotate(
-            corrects_uuid=uuid_of("corrects_id"), redacts_uuid=uuid_of("redacts_id")
-        ).prefetch_related(
+        linked: EntryQuerySet = self.annotate(**links).prefetch_related(
             Prefetch(
                 "corrected_by",
                 queryset=MemoryEntry.objects.only("uuid", "corrects_id", "seq").order_by("seq"),
