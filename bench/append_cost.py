@@ -30,6 +30,7 @@ import overhead  # noqa: E402
 from run import run_guarded  # noqa: E402
 
 _TICK = os.sysconf("SC_CLK_TCK")
+MEASURED = ("gedweb", "django_floor")
 COUNTERS = ("user_ms", "system_ms", "voluntary_switches", "involuntary_switches",
             "read_syscalls", "write_syscalls")
 
@@ -77,20 +78,19 @@ def run(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
     results["rounds"] = []
     try:
         bench.start()
-        for index, name in enumerate(("gedweb", "django_floor")):
+        for index, name in enumerate(MEASURED):
             bench.append_round(name, 4 * args.clients, 120, seed=index, measured=False)
         for number in range(args.rounds):
-            for name in ("gedweb", "django_floor"):
+            for name in MEASURED:
                 found = measure(bench, name, args.round_seconds, seed=100 + number)
                 results["rounds"].append({"server": name, "round": number + 1, **found})
                 print(f"{name:13} round {number + 1}: {found['appends_per_s']:7.1f} appends/s; "
                       "per append: " + ", ".join(f"{key} {found[key]}" for key in COUNTERS),
                       flush=True)
-        problems = bench.check()
+        problems = bench.check(MEASURED)
     finally:
         bench.stop()
-    results["problems"] += [f"{name}: {p}" for name in ("gedweb", "django_floor")
-                            for p in problems[name]]
+    results["problems"] += [f"{name}: {p}" for name in MEASURED for p in problems[name]]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -127,6 +127,9 @@ class Bench:
             "FLOOR_DATABASE_URL": self.floor_db.url,
             "FLOOR_MIRROR_ROOT": str(self.floor_mirror),
             "FLOOR_SECRET_KEY": secrets.token_urlsafe(48),
+            # Django's DEBUG as GedWeb has it (gedweb/settings.py: on unless
+            # GEDWEB_PRODUCTION), so both record their SQL statements alike.
+            "FLOOR_DEBUG": "false" if env.get("GEDWEB_PRODUCTION") == "true" else "true",
             "PROMETHEUS_MULTIPROC_DIR": str(self.tmp / "django-floor-prometheus"),
             "PORT": str(free_port()),
         })
@@ -164,10 +167,10 @@ class Bench:
 
     # --- checks -------------------------------------------------------------------
 
-    def check(self) -> dict[str, list[str]]:
-        """Every project of every server: a verified chain of exactly the acknowledged seqs."""
-        problems: dict[str, list[str]] = {name: [] for name in SERVERS}
-        for name in SERVERS:
+    def check(self, names: tuple[str, ...] = SERVERS) -> dict[str, list[str]]:
+        """Every project of each named server: a verified chain of exactly the acknowledged seqs."""
+        problems: dict[str, list[str]] = {name: [] for name in names}
+        for name in names:
             for project, token in self.targets[name]:
                 seqs = sorted(self.seqs[name].get(project, []))
                 report = self._verify(name, project, token)
@@ -178,7 +181,7 @@ class Bench:
                 if report["entries"] != len(seqs):
                     problems[name].append(
                         f"{project}: {report['entries']} entries, {len(seqs)} acknowledged")
-        for project, _ in self.targets["django_floor"]:
+        for project, _ in self.targets["django_floor"] if "django_floor" in names else ():
             mirror = self.floor_mirror / project / "MEMORY.md"
             blocks = mirror.read_text(encoding="utf-8").count("\n<!-- entry ") if mirror.exists() \
                 else 0
