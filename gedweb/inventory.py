@@ -105,14 +105,30 @@ ARTIFACTS: list[dict[str, Any]] = [
         "artifact": "memory.RateCounter",
         "storage": "database",
         "producer": (
-            "gedweb.throttling.count_request (every authenticated API request, when REDIS_URL "
-            "is unset)"
+            "gedweb.throttling.count_request (every authenticated API request, on PostgreSQL "
+            "when REDIS_URL is unset)"
         ),
         "consumers": ["gedweb.throttling.TokenRateThrottle (429 rate_limited)"],
         "authority": "machine-authority",
         "lifecycle": (
             "one per (limit, token, window); counted by one atomic upsert; each process "
-            "deletes the rows of finished windows once per window"
+            "deletes the rows of finished windows once per window; an UNLOGGED table, "
+            "emptied by a crash"
+        ),
+    },
+    {
+        "artifact": "<SQLite database>-rates",
+        "storage": "file",
+        "producer": (
+            "gedweb.throttling.count_request (every authenticated API request, on SQLite "
+            "when REDIS_URL is unset)"
+        ),
+        "consumers": ["gedweb.throttling.TokenRateThrottle (429 rate_limited)"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "a SQLite file (0600) beside the database with memory.RateCounter's rows, off the "
+            "database's writer lock; committed without fsync; nothing to back up, and "
+            "deleting it with the server stopped resets every count"
         ),
     },
     {

@@ -9,11 +9,22 @@ seconds until the window ends) without running the view or reading its body.
 DRF's SimpleRateThrottle keeps the time of every request of the window in
 one cache value, read and rewritten whole on each request: a read-modify-
 write that concurrent workers race on, costing more the higher the rate. A
-fixed window needs one atomic counter:
+fixed window needs one atomic counter, kept where every app server of the
+installation sees it:
 
 - with REDIS_URL, Redis INCR through Django's Redis cache (``rate_limits``);
-- otherwise the database every app server already shares: one upsert on
-  memory.RateCounter, exact under concurrency on SQLite and PostgreSQL.
+- on PostgreSQL, one upsert on memory.RateCounter, an UNLOGGED table (memory
+  0017): a count is not worth a WAL flush, and a crash only forgets counts;
+- on SQLite, one upsert in a SQLite file of its own beside the database
+  (``<database>-rates``, counter_file_path()). SQLite has one writer lock
+  per file: counted in the main database, every request, reads included,
+  queued for that lock behind the appends (docs/performance.md). The file
+  commits without fsync (WAL, synchronous=NORMAL): a power loss can forget
+  the newest counts, which only lets a client send a few requests more in
+  one window. Deleting the file (with the server stopped) resets every count.
+
+Every app server of one SQLite installation runs on the machine that holds
+its database file, so the file beside it is shared by all of them.
 
 Fixed windows let a client spend one window's allowance at its end and the
 next at the start of the next: twice the rate over a short span, never more.
@@ -26,18 +37,20 @@ the admin use sessions, whose password guessing django-axes throttles.
 from __future__ import annotations
 
 import math
+import os
+import sqlite3
+import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextlib import nullcontext as _no_transaction
+from collections.abc import Callable
 from typing import Protocol, cast
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import connection, transaction
+from django.db import connection
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from gedweb.db.sqlite3.base import make_database_private
 from gedweb.exceptions import RateLimited
 from gedweb.lib.rates import Rate
 
@@ -45,18 +58,28 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 # One statement on both engines (SQLite >= 3.35, PostgreSQL >= 9.5) counts
 # every limit of a request: the counts after it, whoever else counted at the
-# same moment. One row of VALUES per limit, in key order.
+# same moment. One row of VALUES per limit, in key order. {p} is the
+# driver's placeholder: %s through Django, ? for the counter file.
 _UPSERT = (
-    "INSERT INTO gedweb_rate_counter (counter_key, hits, expires_at) VALUES {rows} "
-    "ON CONFLICT (counter_key) DO UPDATE SET hits = gedweb_rate_counter.hits + 1 "
+    "INSERT INTO {table} (counter_key, hits, expires_at) VALUES {rows} "
+    "ON CONFLICT (counter_key) DO UPDATE SET hits = {table}.hits + 1 "
     "RETURNING counter_key, hits"
 )
-_DELETE_EXPIRED = "DELETE FROM gedweb_rate_counter WHERE expires_at <= %s"
+_DELETE_EXPIRED = "DELETE FROM {table} WHERE expires_at <= {p}"
+COUNTER_TABLE = "gedweb_rate_counter"
+# The counter file's schema: memory.RateCounter's columns.
+_COUNTER_FILE_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {COUNTER_TABLE} (counter_key TEXT PRIMARY KEY NOT NULL, "
+    "hits INTEGER NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID",
+    f"CREATE INDEX IF NOT EXISTS {COUNTER_TABLE}_expires_at ON {COUNTER_TABLE} (expires_at)",
+)
+COUNTER_FILE_SUFFIX = "-rates"
 
 
-# The last window whose expired rows this process deleted, per window length:
-# each process clears the table once per window, not once per request.
-_cleared_until: dict[int, int] = {}
+# The last window whose expired rows this process deleted, per store and
+# window length: each process clears a store once per window, not once per request.
+_cleared_until: dict[tuple[str, int], int] = {}
+_thread = threading.local()
 
 
 def _count_in_redis(key: str, window_end: int, now: int) -> int:
@@ -81,6 +104,62 @@ def _window(key: str, rate: Rate, now: float) -> tuple[str, int, int]:
     return f"{key}:{rate.seconds}:{window}", window, (window + 1) * rate.seconds
 
 
+def counter_file_path() -> str | None:
+    """Where a SQLite installation keeps its counts; None on PostgreSQL.
+
+    ``<database>-rates`` beside the database file (and its -wal and -shm).
+    An in-memory database has no file beside it: its counts are kept in
+    memory, shared by the process's threads.
+    """
+    if connection.vendor != "sqlite":
+        return None
+    name = str(connection.settings_dict["NAME"])
+    if name == ":memory:" or "mode=memory" in name:  # as Django's SQLite backend tells
+        return f"file:gedweb-rate-counters-{os.getpid()}?mode=memory&cache=shared"
+    return name + COUNTER_FILE_SUFFIX
+
+
+def _counter_file(path: str) -> sqlite3.Connection:
+    """This thread's connection to the counter file, opened (and the file made) once."""
+    opened: tuple[tuple[int, str], sqlite3.Connection] | None = getattr(_thread, "counters", None)
+    if opened is not None and opened[0] == (os.getpid(), path):
+        return opened[1]
+    if opened is not None:
+        opened[1].close()
+    in_memory = path.startswith("file:")
+    if not in_memory:
+        make_database_private(path)  # 0600 before SQLite writes anything to it
+    counters = sqlite3.connect(
+        path, uri=in_memory, isolation_level=None,
+        timeout=float(connection.settings_dict["OPTIONS"].get("timeout", 5)))
+    try:
+        counters.execute("PRAGMA journal_mode=WAL")
+        counters.execute("PRAGMA synchronous=NORMAL")
+        for statement in _COUNTER_FILE_SCHEMA:
+            counters.execute(statement)
+    except BaseException:
+        counters.close()
+        raise
+    _thread.counters = ((os.getpid(), path), counters)
+    return counters
+
+
+def _run_counts(execute: Callable[[str, list[str | int]], list[tuple[str, int]]], store: str,
+                placeholder: str, limits: list[tuple[str, Rate]],
+                windows: list[tuple[str, int, int]]) -> dict[str, int]:
+    """The one upsert of every limit, then, once per window, the expired rows' deletion."""
+    ordered = sorted(windows)
+    rows = ", ".join([f"({placeholder}, 1, {placeholder})"] * len(ordered))
+    params: list[str | int] = [value for key, _, end in ordered for value in (key, end)]
+    hits = dict(execute(_UPSERT.format(table=COUNTER_TABLE, rows=rows), params))
+    for (_, rate), (_, window, end) in zip(limits, windows, strict=True):
+        if _cleared_until.get((store, rate.seconds), 0) < end:
+            execute(_DELETE_EXPIRED.format(table=COUNTER_TABLE, p=placeholder),
+                    [window * rate.seconds])
+            _cleared_until[(store, rate.seconds)] = end
+    return {key: int(count) for key, count in hits.items()}
+
+
 def count_requests(limits: list[tuple[str, Rate]], now: float) -> list[tuple[int, int]]:
     """Count one request against each (key, rate), in the window holding ``now``.
 
@@ -90,50 +169,22 @@ def count_requests(limits: list[tuple[str, Rate]], now: float) -> list[tuple[int
     windows = [_window(key, rate, now) for key, rate in limits]
     if settings.REDIS_URL:
         return [(_count_in_redis(key, end, int(now)), end) for key, _, end in windows]
-    ordered = sorted(windows)
-    rows = ", ".join(["(%s, 1, %s)"] * len(ordered))
-    params = [value for key, _, end in ordered for value in (key, end)]
-    # On SQLite through the writer queue (gedweb/db/sqlite3), like every
-    # write; on PostgreSQL one statement is its own transaction.
-    with _counter_durability(), \
-            transaction.atomic() if connection.vendor == "sqlite" else _no_transaction():
+    path = counter_file_path()
+    if path is not None:
+        # Autocommit: each statement is its own transaction in the counter
+        # file, never a part of the caller's in the main database.
+        counters = _counter_file(path)
+        hits = _run_counts(lambda sql, params: counters.execute(sql, params).fetchall(),
+                           path, "?", limits, windows)
+    else:
+        # PostgreSQL: one statement is its own transaction (memory 0017:
+        # the table is UNLOGGED, so its commit waits for no WAL flush).
         with connection.cursor() as cursor:
-            cursor.execute(_UPSERT.format(rows=rows), params)
-            hits = dict(cursor.fetchall())
-            for (_, rate), (_, window, end) in zip(limits, windows, strict=True):
-                if _cleared_until.get(rate.seconds, 0) < end:
-                    cursor.execute(_DELETE_EXPIRED, [window * rate.seconds])
-                    _cleared_until[rate.seconds] = end
-    return [(int(hits[key]), end) for key, _, end in windows]
-
-
-@contextmanager
-def _counter_durability() -> Iterator[None]:
-    """On SQLite, commit the counters without waiting for the disk.
-
-    A count is worth less than its fsync: every write of the database queues
-    for its one writer lock (gedweb/db/sqlite3), and with synchronous=FULL a
-    request held it for two fsyncs, its count's and its entry's. With
-    synchronous=NORMAL for this one transaction, WAL mode still keeps the
-    database consistent (SQLite's documented guarantee); a power loss can
-    forget the newest counts, which only lets a client send a few requests
-    more in one window. The next FULL commit syncs these frames too. The
-    connection's own setting is put back, whatever happens. Inside a
-    transaction someone else opened (SQLite refuses the change there), the
-    count commits with it, as that transaction's setting says.
-    """
-    if connection.vendor != "sqlite" or connection.in_atomic_block:
-        yield
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA synchronous")
-        (level,) = cursor.fetchone()
-        cursor.execute("PRAGMA synchronous=NORMAL")
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute(f"PRAGMA synchronous={int(level)}")
+            def execute(sql: str, params: list[str | int]) -> list[tuple[str, int]]:
+                cursor.execute(sql, params)
+                return list(cursor.fetchall()) if cursor.description else []
+            hits = _run_counts(execute, connection.alias, "%s", limits, windows)
+    return [(hits[key], end) for key, _, end in windows]
 
 
 def count_request(key: str, rate: Rate, now: float) -> tuple[int, int]:

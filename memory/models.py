@@ -491,9 +491,11 @@ class AllowedSecret(AppendOnlyModel):
 class RateCounter(models.Model):
     """Requests one token made in one rate-limit window (gedweb/throttling.py).
 
-    Only used when REDIS_URL is unset: the database is then the one place
-    every worker and app server shares. A row per (limit, token, window),
-    counted by a single atomic upsert and deleted once its window is over.
+    Only used on PostgreSQL when REDIS_URL is unset: the database is then
+    the one place every app server shares. A row per (limit, token, window),
+    counted by a single atomic upsert and deleted once its window is over;
+    the table is UNLOGGED (memory 0017). SQLite installations keep the same
+    rows in a file of their own beside the database, off its writer lock.
     """
 
     counter_key = models.CharField(primary_key=True, max_length=200)

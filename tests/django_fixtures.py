@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,8 @@ django_settings.PASSWORD_HASHERS = [
 # The fixtures a Django test directory's conftest.py takes with `import *`.
 __all__ = [
     "admin_client", "alpha", "beta", "client_for", "django_db_modify_db_settings", "live_db",
-    "make_project", "memory_root", "memory_write_token", "static_files_on_demand",
+    "make_project", "memory_root", "memory_write_token", "rate_counts_forgotten",
+    "static_files_on_demand",
 ]
 
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef-XYZ"
@@ -102,6 +105,30 @@ def memory_root(settings: Any, tmp_path: Path) -> Path:
     settings.MEMORY_WRITE_TOKEN = None
     settings.ADMIN_TOKEN = ADMIN_TOKEN
     return root
+
+
+def forget_rate_counts() -> None:
+    """Empty a SQLite test database's rate counter file (gedweb/throttling.py).
+
+    The counts live beside the database, outside the transaction a test
+    rolls back, so one test's requests would count against the next's.
+    Only ever the test database's file: a developer's own counts stay.
+    """
+    from gedweb import throttling
+
+    path = throttling.counter_file_path()
+    test_name = connection.settings_dict.get("TEST", {}).get("NAME")
+    if path is None or connection.settings_dict["NAME"] != test_name or path.startswith("file:"):
+        return
+    if os.path.exists(path):
+        with closing(sqlite3.connect(path, timeout=30)) as counters, counters:
+            counters.execute(f"DELETE FROM {throttling.COUNTER_TABLE}")
+
+
+@pytest.fixture(autouse=True)
+def rate_counts_forgotten() -> Iterator[None]:
+    yield
+    forget_rate_counts()
 
 
 @pytest.fixture

@@ -74,7 +74,14 @@ class _Compiled:
         self.compiler = query.query.get_compiler(using=using)
         self.sql, params = self.compiler.as_sql()
         self.template = _parameter_template(params, markers)
-        self.columns = [alias for _, _, alias in self.compiler.select[: self.compiler.col_count]]
+        selected = self.compiler.select[: self.compiler.col_count]
+        self.columns = [alias for _, _, alias in selected]
+        # What results_iter() would look up for every row: the backend's
+        # and the fields' converters (UUIDs, datetimes), once.
+        fields = [column for column, _, _ in selected]
+        if self.compiler.has_composite_fields(fields):
+            raise ValueError("a read of a composite primary key cannot be compiled")
+        self.converters = self.compiler.get_converters(fields)
 
 
 class CompiledRead:
@@ -109,8 +116,9 @@ class CompiledRead:
             row = cursor.fetchone()
         if row is None:
             return None
-        converted = next(iter(compiled.compiler.results_iter(results=[[row]])))
-        return dict(zip(compiled.columns, converted, strict=True))
+        if compiled.converters:
+            row = next(compiled.compiler.apply_converters([row], compiled.converters))
+        return dict(zip(compiled.columns, row, strict=True))
 
 
 class _CompiledUpdate:

@@ -1,19 +1,24 @@
 """Per-token request rates (issue 15 §3): 429 ``rate_limited`` with ``Retry-After``.
 
 Two limits per bearer token (gedweb/throttling.py): every request, and the
-writing ones. The counters live in the database (memory.RateCounter) or,
-with REDIS_URL, in Redis; each test that counts runs on both. The last
+writing ones. Without REDIS_URL the counters live in the database
+(memory.RateCounter) on PostgreSQL and in a file of their own beside the
+database on SQLite; with it, in Redis; each test that counts runs on both. The last
 tests start two real app servers of two gunicorn workers each on one
 database and show that the limit holds across all four processes.
 """
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import stat
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +60,32 @@ def redis_counters(settings: Any) -> Iterator[str]:
     client.close()
 
 
+def stored_counts() -> dict[str, tuple[int, int]]:
+    """Every counter row kept without Redis, read from outside: key -> (hits, expires_at)."""
+    path = throttling.counter_file_path()
+    if path is None:
+        return {key: (hits, expires_at) for key, hits, expires_at
+                in RateCounter.objects.values_list("counter_key", "hits", "expires_at")}
+    if not os.path.exists(path):
+        return {}
+    with closing(sqlite3.connect(path)) as counters:
+        return {key: (hits, expires_at) for key, hits, expires_at in counters.execute(
+            f"SELECT counter_key, hits, expires_at FROM {throttling.COUNTER_TABLE}")}
+
+
+def store_count(key: str, hits: int, expires_at: int) -> None:
+    """A counter row put where the counts are kept without Redis."""
+    path = throttling.counter_file_path()
+    if path is None:
+        RateCounter.objects.create(counter_key=key, hits=hits, expires_at=expires_at)
+        return
+    throttling._counter_file(path).execute(  # creates the file and its table
+        f"INSERT INTO {throttling.COUNTER_TABLE} VALUES (?, ?, ?)", [key, hits, expires_at])
+
+
 @pytest.fixture(params=["database", "redis"])
 def counters(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Where the counters live: the suite's database, or Redis."""
+    """Where the counters live: the suite's database (or the file beside it), or Redis."""
     if request.param == "redis":
         return request.getfixturevalue("redis_counters")
     settings.REDIS_URL = None
@@ -191,7 +219,7 @@ def test_requests_without_a_valid_token_are_401_and_never_counted(alpha, setting
     statuses |= {append(forged, "alpha").status_code for _ in range(5)}
 
     assert statuses == {401}
-    assert not RateCounter.objects.exists()
+    assert not stored_counts()
 
 
 def test_off_turns_a_limit_off_and_counts_nothing(alpha, settings):
@@ -200,7 +228,7 @@ def test_off_turns_a_limit_off_and_counts_nothing(alpha, settings):
     client = bearer_client(alpha.token)
 
     assert {append(client, "alpha", f"e{i}").status_code for i in range(30)} == {201}
-    assert not RateCounter.objects.exists()
+    assert not stored_counts()
 
 
 def test_the_health_check_is_never_counted(db, settings):
@@ -209,7 +237,7 @@ def test_the_health_check_is_never_counted(db, settings):
     client = bearer_client(None)
 
     assert {client.get("/healthz").status_code for _ in range(5)} == {200}
-    assert not RateCounter.objects.exists()
+    assert not stored_counts()
 
 
 @pytest.mark.parametrize(("method", "limited"), [("GET", 1), ("POST", 2)])
@@ -219,76 +247,91 @@ def test_counting_costs_one_statement_for_every_limit(alpha, settings, method, l
     wait_for_a_fresh_window(86400, 60)
     client = bearer_client(alpha.token)
     append(client, "alpha", "warm-up: this process's clean-up of this window")
+    path = throttling.counter_file_path()
+    counted: list[str] = []
+    if path is not None:
+        throttling._counter_file(path).set_trace_callback(counted.append)
 
-    with CaptureQueriesContext(connection) as queries:
-        if method == "GET":
-            response = client.get("/v1/projects/alpha/memory")
-        else:
-            response = append(client, "alpha")
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            if method == "GET":
+                response = client.get("/v1/projects/alpha/memory")
+            else:
+                response = append(client, "alpha")
+    finally:
+        if path is not None:
+            throttling._counter_file(path).set_trace_callback(None)
 
     assert response.status_code in (200, 201)
-    [counting] = [q["sql"] for q in queries if "gedweb_rate_counter" in q["sql"]]
+    in_database = [q["sql"] for q in queries if "gedweb_rate_counter" in q["sql"]]
+    if path is None:
+        counted = in_database
+    else:
+        assert in_database == []  # SQLite: none in the database (next test)
+    [counting] = counted
     assert counting.startswith("INSERT INTO gedweb_rate_counter (counter_key, hits, expires_at) "
                                "VALUES ")
     assert counting.count("), (") == limited - 1
-    hits = {key.split(":")[0]: count
-            for key, count in RateCounter.objects.values_list("counter_key", "hits")}
+    hits = {key.split(":")[0]: count for key, (count, _) in stored_counts().items()}
     # The warm-up counted once against both; this request against its limits.
     assert hits == {"requests": 2, "writes": 1 + (method == "POST")}
 
 
-def test_on_sqlite_the_count_commits_without_fsync_and_the_connection_keeps_full(
-        live_db, alpha, settings):
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_on_sqlite_counting_never_takes_the_databases_writer_lock(live_db, alpha, settings,
+                                                                   method):
+    """The counts are in a file of their own: a read writes nothing to the database."""
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite's synchronous setting; PostgreSQL counts in one statement")
+        pytest.skip("SQLite's one writer lock; PostgreSQL counts in its own table")
     settings.REDIS_URL = None
     limits(settings, requests=Rate(1000, 86400), writes=Rate(1000, 86400))
     client = bearer_client(alpha.token)
     append(client, "alpha", "warm-up")
+
     with CaptureQueriesContext(connection) as queries:
-        response = append(client, "alpha")
-    assert response.status_code == 201
-    statements = [q["sql"] for q in queries]
-    counting = next(i for i, sql in enumerate(statements) if "gedweb_rate_counter" in sql)
-    lowered = statements.index("PRAGMA synchronous=NORMAL")
-    restored = next(i for i, sql in enumerate(statements)
-                    if i > counting and sql.startswith("PRAGMA synchronous="))
-    assert lowered < counting < restored
-    assert statements[restored] == "PRAGMA synchronous=2"
-    # The entry itself, after the count, is committed with FULL again.
-    insert = next(i for i, sql in enumerate(statements)
-                  if sql.startswith('INSERT INTO "memory_memoryentry"'))
-    assert insert > restored
+        response = client.get("/v1/projects/alpha/memory") if method == "GET" else append(
+            client, "alpha")
+
+    assert response.status_code in (200, 201)
+    statements = [q["sql"].split()[0] for q in queries]
+    # A read is reads only; an append one transaction, its own.
+    assert statements.count("BEGIN") == (method == "POST")
+    assert not [s for s in statements if s == "PRAGMA"]
+    assert sum(hits for hits, _ in stored_counts().values()) == 3 + (method == "POST")
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA synchronous")
-        assert cursor.fetchone()[0] == 2
+        assert cursor.fetchone()[0] == 2  # the database's commits stay FULL
 
 
-def test_a_failed_count_still_puts_the_connections_setting_back(live_db, settings,
-                                                                monkeypatch):
+def test_on_sqlite_the_counter_file_is_private_and_commits_without_fsync(live_db, alpha,
+                                                                         settings):
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite's synchronous setting")
+        pytest.skip("SQLite's counter file")
     settings.REDIS_URL = None
-    monkeypatch.setattr(throttling, "_UPSERT", "INSERT INTO no_such_table VALUES {rows}")
-    with pytest.raises(Exception, match="no_such_table"):
-        throttling.count_request("requests:x", Rate(10, 60), time.time())
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA synchronous")
-        assert cursor.fetchone()[0] == 2
+    limits(settings, requests=Rate(1000, 86400))
+    assert bearer_client(alpha.token).get("/v1/projects/alpha/memory").status_code == 200
+
+    path = throttling.counter_file_path()
+    assert path == connection.settings_dict["NAME"] + "-rates"
+    for suffix in ("", "-wal", "-shm"):
+        assert stat.S_IMODE(os.stat(path + suffix).st_mode) == 0o600, suffix
+    counters = throttling._counter_file(path)
+    assert counters.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert counters.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
 
 
 def test_each_process_deletes_the_rows_of_windows_that_are_over(alpha, settings, monkeypatch):
     settings.REDIS_URL = None
     limits(settings, requests=Rate(10, 60))
-    RateCounter.objects.create(counter_key="requests:token:gone:60:1", hits=7, expires_at=60)
+    store_count("requests:token:gone:60:1", 7, 60)
     monkeypatch.setattr(throttling, "_cleared_until", {})
 
     assert bearer_client(alpha.token).get("/v1/projects/alpha/memory").status_code == 200
 
-    [row] = RateCounter.objects.all()
-    assert row.counter_key.startswith("requests:token:")
-    assert row.hits == 1
-    assert row.expires_at == (int(time.time()) // 60 + 1) * 60
+    [(key, (hits, expires_at))] = stored_counts().items()
+    assert key.startswith("requests:token:")
+    assert hits == 1
+    assert expires_at == (int(time.time()) // 60 + 1) * 60
 
 
 def test_the_database_counter_keys_on_the_token_hash_not_its_id(alpha, settings):
@@ -298,15 +341,15 @@ def test_the_database_counter_keys_on_the_token_hash_not_its_id(alpha, settings)
     bearer_client(alpha.token).get("/v1/projects/alpha/memory")
 
     token = alpha.project.tokens.get()
-    [row] = RateCounter.objects.all()
-    assert row.counter_key.startswith(f"requests:token:{token.token_hash[:24]}:60:")
+    [key] = stored_counts()
+    assert key.startswith(f"requests:token:{token.token_hash[:24]}:60:")
 
 
 def test_with_redis_the_counters_live_in_redis_and_expire(alpha, settings, redis_counters):
     limits(settings, requests=Rate(5, 60))
     bearer_client(alpha.token).get("/v1/projects/alpha/memory")
 
-    assert not RateCounter.objects.exists()
+    assert not stored_counts()
     cache = caches["rate_limits"]
     token = alpha.project.tokens.get()
     key = f"requests:token:{token.token_hash[:24]}:60:{int(time.time()) // 60}"

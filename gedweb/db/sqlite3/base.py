@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from django.db import OperationalError
-from django.db.backends.sqlite3 import base
+from django.db.backends.sqlite3 import base, creation
 
 from gedweb.installation import make_private
 
@@ -113,6 +113,9 @@ def writer_lock_for(database: str) -> WriterLock:
 # SQLite gives a database's -wal and -shm files the permission bits of the
 # database file, so a database created 0600 keeps all three private.
 _DATABASE_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal", "-writer")
+# Files GedWeb keeps beside a database of its own: the writer queue's lock,
+# and the rate counters' database (gedweb/throttling.py) with its WAL files.
+_SIDE_FILE_SUFFIXES = ("-writer", "-rates", "-rates-wal", "-rates-shm", "-rates-journal")
 
 
 def make_database_private(database: str) -> None:
@@ -136,7 +139,31 @@ def make_database_private(database: str) -> None:
         make_private(Path(database + suffix))
 
 
+class DatabaseCreation(creation.DatabaseCreation):
+    """A test database goes with the files GedWeb kept beside it.
+
+    Django removes only the database file; a test run's counts would
+    otherwise outlive it, and meet the next run that reuses its name.
+    """
+
+    def _create_test_db(self, verbosity, autoclobber, keepdb=False):  # type: ignore[no-untyped-def]
+        name = super()._create_test_db(verbosity, autoclobber, keepdb)  # type: ignore[misc]  # unstubbed
+        if not keepdb:
+            self._remove_side_files(name)
+        return name
+
+    def _destroy_test_db(self, test_database_name, verbosity):  # type: ignore[no-untyped-def]
+        super()._destroy_test_db(test_database_name, verbosity)  # type: ignore[misc]  # unstubbed
+        self._remove_side_files(test_database_name)
+
+    def _remove_side_files(self, name: str) -> None:
+        if name and not self.is_in_memory_db(name):
+            for suffix in _SIDE_FILE_SUFFIXES:
+                Path(name + suffix).unlink(missing_ok=True)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    creation_class = DatabaseCreation
     _writer_lock: WriterLock | None = None
 
     def get_new_connection(self, conn_params):  # type: ignore[no-untyped-def]
