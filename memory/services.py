@@ -20,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from gedweb.db.compiled import CompiledInsert
 from gedweb.errors import Conflict, IdempotencyInFlight, IdempotencyKeyReused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
@@ -266,6 +267,10 @@ def _keyed_entry(project: Project, scope: str, author: str, key: str) -> MemoryE
     )
 
 
+# The entry's INSERT, compiled once per thread (gedweb/db/compiled.py).
+_ENTRY_INSERT = CompiledInsert(MemoryEntry)
+
+
 def _append_locked(
     *,
     project: Project,
@@ -330,7 +335,7 @@ def _append_locked(
     # After the replay check (a replay stores nothing, so costs nothing) and
     # under the project lock the caller took: the quota row is the last lock.
     quotas.quota_charge(project=project, kind="entries", size_bytes=quotas.text_bytes(content))
-    entry.save(force_insert=True)
+    _ENTRY_INSERT.insert(entry)
     transaction.on_commit(metrics.APPENDS.inc, robust=True)  # /metrics; never fails the append
     entry.corrected_by_rows = []
     rows = (head_row, entry.chain_row()) if head_row else (entry.chain_row(),)

@@ -1,4 +1,4 @@
-"""Reads that the ORM compiles once and then run as SQL with new values.
+"""Reads, updates and inserts that the ORM compiles once and then runs with new values.
 
 Building a queryset and compiling it to SQL costs Django about 0.2-0.4 ms
 of CPU per query here, several times what SQLite or PostgreSQL then needs
@@ -15,7 +15,8 @@ is what makes the markers safe to substitute. A CompiledUpdate (the
 entries quota's conditional charge, memory/quotas.py) also takes integers:
 each stands compiled as a sentinel far outside any count a caller passes
 (an integer field turns any marker object into a plain int), and is found
-again by its value.
+again by its value. A CompiledInsert (a memory entry's, memory/services.py)
+needs no markers: the ORM prepares every value of each row, as save() does.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.models import QuerySet, sql
+from django.db.models.signals import post_save, pre_save
 
 
 class _Marker(str):
@@ -177,3 +179,79 @@ class CompiledUpdate:
             with compiled.connection.cursor() as cursor:
                 cursor.execute(compiled.sql, params)
                 return int(cursor.rowcount)
+
+
+class _CompiledInsert:
+    def __init__(self, obj: models.Model, fields: list[Any], using: str) -> None:
+        self.connection = connections[using]
+        query = sql.InsertQuery(type(obj))
+        query.insert_values(fields, [obj])
+        self.compiler: Any = query.get_compiler(using=using)
+        meta = type(obj)._meta
+        self.returning_fields = list(meta.db_returning_fields)
+        self.compiler.returning_fields = self.returning_fields
+        [(self.sql, _)] = self.compiler.as_sql()
+        self.converters = self.compiler.get_converters(
+            [field.get_col(meta.db_table) for field in self.returning_fields])
+
+
+class CompiledInsert:
+    """``insert(obj)`` runs the INSERT that ``obj.save(force_insert=True)`` runs, compiled once.
+
+    Model.save() builds an InsertQuery and compiles it on every call: half
+    of what saving a memory entry cost, the statement itself included
+    (docs/performance.md). Here the ORM compiles it once per thread and
+    database alias; each call still takes every value from the ORM (each
+    field's pre_save() and get_db_prep_save(), through the same compiler)
+    and converts the returned primary key as Django does.
+
+    For a model without parents and with a primary key the database
+    assigns. Where the ORM's save would do more, it is called instead: a
+    model with save signal receivers, or a value that is an expression.
+    """
+
+    def __init__(self, model: type[models.Model]) -> None:
+        meta = model._meta
+        if meta.parents or meta.order_with_respect_to or meta.auto_field is not meta.pk:
+            raise ValueError(f"{model.__name__}'s inserts cannot be compiled")
+        self._model = model
+        # What Model._save_table inserts when the primary key is not set.
+        self._fields = [field for field in meta.local_concrete_fields
+                        if not field.generated and field is not meta.auto_field]
+        self._local = threading.local()
+
+    def _compiled(self, obj: models.Model, using: str) -> _CompiledInsert:
+        cache: dict[str, _CompiledInsert] = self._local.__dict__.setdefault("by_alias", {})
+        compiled = cache.get(using)
+        if compiled is None or compiled.connection is not connections[using]:
+            compiled = cache[using] = _CompiledInsert(obj, self._fields, using)
+        return compiled
+
+    def insert(self, obj: models.Model, using: str = DEFAULT_DB_ALIAS) -> None:
+        if type(obj) is not self._model:
+            raise TypeError(f"expected a {self._model.__name__}, got {type(obj).__name__}")
+        meta = self._model._meta
+        if (not obj._state.adding or getattr(obj, meta.pk.attname) is not None
+                or pre_save.has_listeners(self._model) or post_save.has_listeners(self._model)):
+            obj.save(force_insert=True, using=using)
+            return
+        obj._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
+        compiled = self._compiled(obj, using)
+        compiler = compiled.compiler
+        values = [field.pre_save(obj, add=True) for field in self._fields]
+        if any(hasattr(value, "resolve_expression") for value in values):
+            obj.save(force_insert=True, using=using)
+            return
+        params = [compiler.prepare_value(field, value)
+                  for field, value in zip(self._fields, values, strict=True)]
+        # As Model.save_base(): an error marks the surrounding atomic block for rollback.
+        with transaction.mark_for_rollback_on_error(using=using):
+            with compiled.connection.cursor() as cursor:
+                cursor.execute(compiled.sql, params)
+                returned = cursor.fetchone()
+        if compiled.converters:
+            returned = next(compiler.apply_converters([returned], compiled.converters))
+        for field, value in zip(compiled.returning_fields, returned, strict=True):
+            setattr(obj, field.attname, value)
+        obj._state.db = using
+        obj._state.adding = False

@@ -1,4 +1,4 @@
-"""CompiledRead and CompiledUpdate (gedweb/db/compiled.py): the ORM's SQL, compiled once."""
+"""CompiledRead, CompiledUpdate and CompiledInsert (gedweb/db/compiled.py): SQL compiled once."""
 
 from __future__ import annotations
 
@@ -6,12 +6,17 @@ import threading
 import uuid
 
 import pytest
-from django.db import connections
+from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import BigIntegerField, F, Value
+from django.db.models.signals import pre_save
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from gedweb.db.compiled import CompiledRead, CompiledUpdate
+from gedweb.append_only import AppendOnlyError
+from gedweb.db.compiled import CompiledInsert, CompiledRead, CompiledUpdate
+from gedweb.lib.chain import GENESIS_HASH
 from memory import services
-from memory.models import MemoryEntry, ProjectQuota, ProjectToken, hash_token
+from memory.models import MemoryEntry, Project, ProjectQuota, ProjectToken, hash_token
 from memory.querysets import newest_chain_row
 
 
@@ -156,3 +161,96 @@ def test_an_update_refuses_wrong_parameters_and_types(db):
                             strings=("project_id",), integers=("cost",))
     with pytest.raises(ValueError, match="cost"):
         unused.run(project_id="alpha", cost=1)
+
+
+# --- inserts ------------------------------------------------------------------------------------
+
+INSERT = CompiledInsert(MemoryEntry)
+
+
+def _entry(project, seq, **fields):
+    values = {"category": "note", "content": f"entry {seq}", "source": "test", "author": "t",
+              "created_at": timezone.now(), "content_sha256": "a" * 64,
+              "prev_hash": GENESIS_HASH, "hash": f"{seq:064x}", **fields}
+    return MemoryEntry(project=project, seq=seq, **values)
+
+
+def _stored(entry):
+    return MemoryEntry.objects.filter(pk=entry.pk).values().get()
+
+
+def test_an_insert_stores_what_save_stores_and_gives_the_row_its_key(make_project):
+    project = make_project("alpha").project
+    saved = _entry(project, 1)
+    saved.save(force_insert=True)
+    compiled = _entry(project, 2, corrects=saved, content="second", idempotency_key="k",
+                      idempotency_scope="t", request_hash="b" * 64)
+
+    INSERT.insert(compiled)
+
+    assert compiled.pk is not None and compiled.pk != saved.pk
+    assert not compiled._state.adding and compiled._state.db == "default"
+    row, reference = _stored(compiled), _stored(saved)
+    assert set(row) == set(reference)
+    assert row["corrects_id"] == saved.pk and row["content"] == "second"
+    assert row["created_at"] == compiled.created_at and row["uuid"] == compiled.uuid
+    assert (row["idempotency_key"], row["idempotency_scope"]) == ("k", "t")
+    # The stored row reads back as the instance has it.
+    assert MemoryEntry.objects.get(pk=compiled.pk).chain_row() == compiled.chain_row()
+
+
+def test_each_insert_is_one_statement_with_its_own_values(make_project):
+    project = make_project("alpha").project
+    INSERT.insert(_entry(project, 1))
+    with CaptureQueriesContext(connection) as queries:
+        INSERT.insert(_entry(project, 2, content="it's; DROP TABLE x --"))
+    [statement] = [q["sql"] for q in queries]
+    assert statement.startswith('INSERT INTO "memory_memoryentry"')
+    assert list(MemoryEntry.objects.filter(project=project).order_by("seq")
+                .values_list("seq", "content")) == [(1, "entry 1"), (2, "it's; DROP TABLE x --")]
+
+
+def test_a_failed_insert_marks_the_transaction_for_rollback_and_stores_nothing(make_project):
+    project = make_project("alpha").project
+    INSERT.insert(_entry(project, 1))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        duplicate = _entry(project, 1)
+        with pytest.raises(IntegrityError):
+            INSERT.insert(duplicate)
+        assert transaction.get_rollback()
+        assert duplicate._state.adding and duplicate.pk is None
+        raise IntegrityError("the block rolls back")
+    assert MemoryEntry.objects.filter(project=project).count() == 1
+
+
+def test_a_stored_row_is_never_inserted_or_changed_again(make_project):
+    project = make_project("alpha").project
+    entry = _entry(project, 1)
+    INSERT.insert(entry)
+    entry.content = "changed"
+    with pytest.raises(AppendOnlyError):
+        INSERT.insert(entry)
+    assert _stored(entry)["content"] == "entry 1"
+    with pytest.raises(TypeError):
+        INSERT.insert(project)
+
+
+def test_with_a_save_receiver_it_saves_through_the_orm(make_project):
+    project = make_project("alpha").project
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance.seq)
+
+    pre_save.connect(receiver, sender=MemoryEntry, dispatch_uid="test-compiled-insert")
+    try:
+        INSERT.insert(_entry(project, 1))
+    finally:
+        pre_save.disconnect(dispatch_uid="test-compiled-insert", sender=MemoryEntry)
+    assert seen == [1]
+    assert MemoryEntry.objects.filter(project=project, seq=1).exists()
+
+
+def test_a_model_whose_key_the_database_does_not_assign_is_refused():
+    with pytest.raises(ValueError, match="Project's inserts cannot be compiled"):
+        CompiledInsert(Project)
