@@ -46,6 +46,8 @@ import base64
 import bisect
 import hashlib
 import re
+import re._constants as _regex_constants  # type: ignore[import-not-found]  # unstubbed
+import re._parser as _regex_parser  # type: ignore[import-not-found]
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -281,14 +283,39 @@ def _placeholder(kind: str, secret: str) -> bool:
             or secret.lower() in PLACEHOLDER_PASSWORDS or len(set(secret)) == 1)
 
 
-_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (plugin.secret_type, pattern) for plugin in REGEX_PLUGINS for pattern in plugin.denylist
-) + ((GEDWEB_PROJECT_TOKEN, _GEDWEB_TOKEN),)
+def required_text(pattern: re.Pattern[str]) -> str | None:
+    """The longest run of literal characters that every match of ``pattern`` contains.
+
+    A text without it cannot match, which ``in`` tells in one pass in C: most
+    entries hold none of the providers' prefixes, and each regex searched
+    in full cost about as much as all of an entry's other checks. Only the
+    pattern's top level is read (what is inside a group or a repeat may not
+    be in a match), from the tree Python's own regex compiler parses it into;
+    a case-insensitive pattern has none (its letters match other letters).
+    """
+    if pattern.flags & re.IGNORECASE:
+        return None
+    longest, run = "", ""
+    for op, argument in _regex_parser.parse(pattern.pattern, pattern.flags).data:
+        if op is _regex_constants.LITERAL:
+            run += chr(argument)
+        else:
+            longest, run = max(longest, run, key=len), ""
+    return max(longest, run, key=len) or None
+
+
+_RULES: tuple[tuple[str, re.Pattern[str], str | None], ...] = tuple(
+    (kind, pattern, required_text(pattern)) for kind, pattern in (
+        *((plugin.secret_type, pattern) for plugin in REGEX_PLUGINS
+          for pattern in plugin.denylist),
+        (GEDWEB_PROJECT_TOKEN, _GEDWEB_TOKEN),
+    )
+)
 
 
 def kinds() -> list[str]:
     """Every kind of secret the scanner knows, for the docs and the tests."""
-    names = dict.fromkeys(kind for kind, _ in _RULES)
+    names = dict.fromkeys(kind for kind, _, _ in _RULES)
     names.update(dict.fromkeys(_BOUNDED))
     names.update({ADMIN_TOKEN: None, MEMORY_WRITE_TOKEN: None})
     return list(names)
@@ -302,7 +329,9 @@ class Scanner:
                       if token and len(token) >= MIN_KNOWN_TOKEN}
 
     def _matches(self, text: str) -> Iterator[tuple[str, int, str]]:
-        for kind, pattern in _RULES:
+        for kind, pattern, required in _RULES:
+            if required is not None and required not in text:
+                continue
             for offset, secret in _regex_matches(kind, pattern, text):
                 yield kind, offset, secret
         for kind, finder in _BOUNDED.items():

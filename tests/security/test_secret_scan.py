@@ -9,6 +9,7 @@ every refused item, and `memory scan` lists what is already stored.
 from __future__ import annotations
 
 import json
+import re
 import time
 from io import StringIO
 from pathlib import Path
@@ -79,6 +80,34 @@ def test_every_fake_credential_is_caught_alone_in_prose_and_in_code():
     assert missed == []
     # Every kind the scanner knows has a fake.
     assert {kind for kind, _ in FAKES} | set(KNOWN) == set(secretscan.kinds())
+
+
+@pytest.mark.parametrize(("pattern", "required"), [
+    (r"(?:r|s)k_live_[0-9]{24}", "k_live_"),
+    (r"(?:A3T[A-Z0-9]|ABIA|AKIA)[0-9A-Z]{16}", "A"),  # the alternatives' common start
+    (r"ab(?:c|d)efg", "efg"),
+    (r"x*yz", "yz"),
+    (r"(gwp)_[a-z]{4}", "_"),
+    (r"[0-9]{3}(?:-us)?", None),
+    (r"(?i)xox[ab]-", None),  # a case-insensitive x also matches X
+])
+def test_the_text_a_rule_requires_is_a_literal_run_outside_groups_and_repeats(pattern,
+                                                                            required):
+    assert secretscan.required_text(re.compile(pattern)) == required
+
+
+def test_every_match_of_every_rule_holds_the_text_the_rule_requires():
+    """The gate that skips a rule never skips a text the rule would match."""
+    texts = [text for kind, secret in [*FAKES, *KNOWN.items()]
+             for text in [secret, *embeddings(kind, secret)]]
+    matched = set()
+    for kind, pattern, required in secretscan._RULES:
+        for text in texts:
+            for match in pattern.finditer(text):
+                matched.add(kind)
+                assert required is None or required in match.group(), (kind, pattern.pattern)
+    # Every kind's fake was matched by one of its rules at least.
+    assert matched == {kind for kind, _, _ in secretscan._RULES}
 
 
 def test_a_finding_names_line_and_column_and_its_fingerprint_is_the_secrets():
