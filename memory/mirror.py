@@ -92,11 +92,21 @@ def mirror_path(project_id: str) -> Path:
 
 
 @contextmanager
-def _locked(project_id: str, wait: float | None = None) -> Iterator[Path]:
-    """Hold the project's mirror lock; ``wait`` seconds at most (BlockingIOError after)."""
-    directory = project_dir(project_id)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+def _locked(project_id: str, wait: float | None = None,
+            directory: Path | None = None) -> Iterator[Path]:
+    """Hold the project's mirror lock; ``wait`` seconds at most (BlockingIOError after).
+
+    ``directory``: project_dir(project_id), when the caller has just checked it.
+    """
+    if directory is None:
+        directory = project_dir(project_id)
+    lock = os.path.join(directory, LOCK_NAME)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+    try:
+        fd = os.open(lock, flags, 0o644)
+    except FileNotFoundError:  # the project's first write: no directory yet
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, flags, 0o644)
     try:
         if wait is None:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -390,15 +400,23 @@ class _RecentBlocks:
 
 
 _recent: dict[str, _RecentBlocks] = {}
+# The same records by the path as callers spell it, so the absolute path is
+# worked out once per spelling rather than on every append.
+_recent_by_spelling: dict[str, _RecentBlocks] = {}
 _recent_guard = threading.Lock()
 
 
 def _recent_blocks(path: Path) -> _RecentBlocks:
-    key = os.path.abspath(path)
+    spelling = os.fspath(path)
+    recent = _recent_by_spelling.get(spelling)
+    if recent is not None:
+        return recent
+    key = os.path.abspath(spelling)
     with _recent_guard:
         recent = _recent.get(key)
         if recent is None:
             recent = _recent[key] = _RecentBlocks()
+        _recent_by_spelling[spelling] = recent
         return recent
 
 
@@ -468,12 +486,13 @@ def sync_after_append(
                 return _sync_in(project_id, seq, known_rows, reservation.directory)
         finally:
             reservation.release()
-    path = project_dir(project_id) / MIRROR_NAME
+    checked = project_dir(project_id)
+    path = checked / MIRROR_NAME
     recent = _recent_blocks(path)
     with recent.guard:
         if known_rows and known_rows[-1]["seq"] == seq and recent.holds(path, known_rows[-1]):
             return SyncResult(project_id, appended=0, rebuilt=False)
-        with _locked(project_id) as directory:
+        with _locked(project_id, directory=checked) as directory:
             return _sync_in(project_id, seq, known_rows, directory)
 
 

@@ -95,8 +95,8 @@ def run(cmd, fd):
         real_locked = mirror._locked
 
         @contextmanager
-        def timed(project_id):
-            with real_locked(project_id) as directory:
+        def timed(project_id, wait=None, directory=None):
+            with real_locked(project_id, wait, directory) as directory:
                 say(fd, f"enter {time.monotonic_ns()}")
                 try:
                     yield directory
