@@ -10,6 +10,7 @@ declared field off the class.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any, ClassVar, cast
 
@@ -50,6 +51,24 @@ class PageLimitField(serializers.IntegerField):
 
 class StrictSerializer(serializers.Serializer[Any]):
     """Refuses fields it does not declare, naming server-owned ones as such."""
+
+    def get_fields(self) -> dict[str, Field[Any, Any, Any, Any]]:
+        # DRF deep-copies the declared fields for every serializer it builds,
+        # which runs each field's __init__ again: half of what validating an
+        # append's body cost. A plain field is its __dict__ of settings, and
+        # binding and validating it set attributes without changing any
+        # container it shares, so a copy of that dict is a fresh field. A
+        # field holding others (a serializer, a list or dict field's child)
+        # still gets DRF's deep copy, since its children are bound to it.
+        fields: dict[str, Field[Any, Any, Any, Any]] = {}
+        for name, declared in self._declared_fields.items():
+            if isinstance(declared, serializers.BaseSerializer) or hasattr(declared, "child"):
+                fields[name] = copy.deepcopy(declared)
+            else:
+                field = object.__new__(type(declared))
+                field.__dict__.update(declared.__dict__)
+                fields[name] = field
+        return fields
 
     def to_internal_value(self, data: Any) -> Any:
         errors: dict[str, Any] = {}
