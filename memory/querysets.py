@@ -255,21 +255,35 @@ def newest_chain_row(project_id: str) -> tuple[dict[str, Any], datetime] | None:
     One indexed read for the append: the row links the new entry and lets
     the mirror writer confirm the file's last block without reading it
     back. Compiled once (gedweb/db/compiled.py): it runs on every append.
+    The read takes the links' ids from the row itself, and only the rare
+    head that corrects or redacts another entry costs a second read for
+    their uuids: joining the two links into every head read cost
+    PostgreSQL four times the planning of the read alone.
     """
+    from memory.models import MemoryEntry
+
     values = _NEWEST_CHAIN_ROW.first(project_id=project_id)
     if values is None:
         return None
+    links = {values["corrects_id"], values["redacts_id"]} - {None}
+    uuids = dict(MemoryEntry.objects.filter(pk__in=links).values_list("pk", "uuid")) if links \
+        else {}
+    values["corrects_uuid"] = uuids.get(values["corrects_id"])
+    values["redacts_uuid"] = uuids.get(values["redacts_id"])
     return _chain_row(tuple(values[name] for name in _CHAIN_COLUMNS)), values["created_at"]
+
+
+# The head's own columns: _CHAIN_COLUMNS with the links' ids in place of their uuids.
+_HEAD_COLUMNS = tuple({"corrects_uuid": "corrects_id", "redacts_uuid": "redacts_id"}.get(name, name)
+                      for name in _CHAIN_COLUMNS)
 
 
 def _newest_chain_values(project_id: str) -> models.QuerySet[MemoryEntry, dict[str, Any]]:
     from memory.models import MemoryEntry
 
     newest: models.QuerySet[MemoryEntry, dict[str, Any]] = (
-        MemoryEntry.objects.filter(project_id=project_id)
-        .order_by("-seq")
-        .annotate(corrects_uuid=F("corrects__uuid"), redacts_uuid=F("redacts__uuid"))
-        .values(*_CHAIN_COLUMNS)[:1]
+        MemoryEntry.objects.filter(project_id=project_id).order_by("-seq")
+        .values(*_HEAD_COLUMNS)[:1]
     )
     return newest
 

@@ -111,6 +111,29 @@ def test_the_token_lookup_and_the_chain_head_match_the_orm(make_project):
     assert principal_for_token(alpha.token) is None
 
 
+def test_a_head_that_corrects_or_redacts_reads_its_links_uuids_too(make_project):
+    from memory.redaction import memory_entry_redact
+
+    alpha = make_project("alpha")
+    first = services.memory_entry_create(project=alpha.project, author="t", category="note",
+                                         content="first").entry
+    with CaptureQueriesContext(connection) as plain:
+        newest_chain_row("alpha")
+    correction = services.memory_entry_create(project=alpha.project, author="t",
+                                              category="note", content="fix", corrects=1).entry
+    with CaptureQueriesContext(connection) as linked:
+        row, _ = newest_chain_row("alpha")
+    assert row == next(MemoryEntry.objects.filter(pk=correction.pk).chain_rows())
+    assert row["corrects"] == str(first.uuid) and row["redacts"] is None
+    # The links' uuids cost a read only when the head has a link.
+    assert (len(plain), len(linked)) == (1, 2)
+
+    record = memory_entry_redact(project=alpha.project, seq=1, reason="a mistake", by="t").record
+    row, _ = newest_chain_row("alpha")
+    assert row == next(MemoryEntry.objects.filter(pk=record.pk).chain_rows())
+    assert row["redacts"] == str(first.uuid)
+
+
 # --- CompiledUpdate ------------------------------------------------------------------------
 
 
