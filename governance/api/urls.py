@@ -12,6 +12,14 @@ GOV = f"{WORK}/governance"
 STANDARDS = "projects/<project:project_id>/standards"
 SKILLS = "projects/<project:project_id>/skills"
 
+# A handoff's path is also a memory document's (documents/<path>): gedweb/urls.py
+# includes this route before memory's, so it serves a handoff's reads and
+# writes (governance.handoffs), and governance's other routes after memory's.
+handoff_urlpatterns = [
+    path("projects/<project:project_id>/documents/handoff/<work:work_id>.md",
+         handoffs.HandoffView.as_view(), name="handoff"),
+]
+
 urlpatterns = [
     path("contract", context.ContractView.as_view(), name="contract"),
     path("projects/<project:project_id>/context", context.ContextView.as_view(), name="context"),
@@ -52,10 +60,6 @@ urlpatterns = [
          name="standards-import-accept"),
     path(f"{STANDARDS}/imports/<number:import_id>/reject", standards.StandardsRejectView.as_view(),
          name="standards-import-reject"),
-    # gedweb/urls.py includes these routes before memory's, so this one
-    # serves a handoff's reads and writes (governance.handoffs).
-    path("projects/<project:project_id>/documents/handoff/<work:work_id>.md",
-         handoffs.HandoffView.as_view(), name="handoff"),
     path("projects/<project:project_id>/ledger/verify", ledger.LedgerVerifyView.as_view(),
          name="ledger-verify"),
     path("projects/<project:project_id>/checkout", sync.CheckoutView.as_view(), name="checkout"),
