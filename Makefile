@@ -108,8 +108,8 @@ mutants-services: $(VENV)/.installed-dev
 # docs/performance.md: growth to 100,000 entries (run.py, SQLite unless
 # BENCH_ARGS names a database), the secret scan, the metrics' cost, GedWeb
 # against the Django floor and its tails on both databases (overhead.py),
-# and two app servers on one PostgreSQL (servers.py). About 10 minutes (604 s
-# on 2026-12-06); MILLION=1 adds the million-entry run (bench-million, below).
+# and two app servers on one PostgreSQL (servers.py). About 8-10 minutes (604 s
+# on 2026-12-06, about 500 s on 2026-12-07); MILLION=1 adds the million-entry run (bench-million, below).
 BENCH_PG = postgres://postgres@127.0.0.1:5432
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
