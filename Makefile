@@ -129,8 +129,8 @@ bench-million: $(VENV)/.installed-dev
 	$(BIN)/python bench/million.py $(MILLION_ARGS)
 
 # What the request metrics cost an append: two gunicorns, with and without
-# the middleware, in interleaved ABBA rounds (docs/performance.md); about
-# 1.5 minutes. METRICS_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".
+# the middleware, loaded at once in 24 rounds (docs/performance.md); about
+# 3 minutes. METRICS_ARGS="--database-url postgres://...@127.0.0.1:5432/NAME".
 bench-metrics: $(VENV)/.installed-dev
 	$(BIN)/python bench/metrics.py $(METRICS_ARGS)
 
