@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.db.models import QuerySet, sql
@@ -69,6 +69,31 @@ def _parameter_template(params: Any, markers: dict[str, Any]) -> list[tuple[str 
     return template
 
 
+class _OnConnection(Protocol):
+    connection: Any
+
+
+CompiledT = TypeVar("CompiledT", bound=_OnConnection)
+
+
+class _PerConnection(Generic[CompiledT]):
+    """A compiled statement per thread and database alias, made on first use.
+
+    Django gives each thread its own connection objects, and a compiler
+    belongs to one of them: a new connection compiles again.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self, using: str, make: Callable[[], CompiledT]) -> CompiledT:
+        cache: dict[str, CompiledT] = self._local.__dict__.setdefault("by_alias", {})
+        compiled = cache.get(using)
+        if compiled is None or compiled.connection is not connections[using]:
+            compiled = cache[using] = make()
+        return compiled
+
+
 class _Compiled:
     def __init__(self, query: QuerySet[Any, dict[str, Any]], markers: dict[str, _Marker],
                  using: str) -> None:
@@ -96,17 +121,13 @@ class CompiledRead:
     def __init__(self, build: Callable[..., QuerySet[Any, Any]], *names: str) -> None:
         self._build = build
         self._names = names
-        self._local = threading.local()
+        self._per_connection: _PerConnection[_Compiled] = _PerConnection()
 
     def _compiled(self, using: str) -> _Compiled:
-        cache: dict[str, _Compiled] = self._local.__dict__.setdefault("by_alias", {})
-        compiled = cache.get(using)
-        # Django gives each thread its own connection objects; a compiler
-        # belongs to one of them.
-        if compiled is None or compiled.connection is not connections[using]:
+        def compile_() -> _Compiled:
             markers = _markers(self._names)
-            compiled = cache[using] = _Compiled(self._build(**markers), markers, using)
-        return compiled
+            return _Compiled(self._build(**markers), markers, using)
+        return self._per_connection.get(using, compile_)
 
     def first(self, using: str = DEFAULT_DB_ALIAS, **values: str) -> dict[str, Any] | None:
         if set(values) != set(self._names):
@@ -151,16 +172,14 @@ class CompiledUpdate:
         self._build = build
         self._strings = strings
         self._integers = integers
-        self._local = threading.local()
+        self._per_connection: _PerConnection[_CompiledUpdate] = _PerConnection()
 
     def _compiled(self, using: str) -> _CompiledUpdate:
-        cache: dict[str, _CompiledUpdate] = self._local.__dict__.setdefault("by_alias", {})
-        compiled = cache.get(using)
-        if compiled is None or compiled.connection is not connections[using]:
+        def compile_() -> _CompiledUpdate:
             markers = _markers(self._strings, self._integers)
             queryset, changes = self._build(**markers)
-            compiled = cache[using] = _CompiledUpdate(queryset, changes, markers, using)
-        return compiled
+            return _CompiledUpdate(queryset, changes, markers, using)
+        return self._per_connection.get(using, compile_)
 
     def run(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> int:
         if set(values) != {*self._strings, *self._integers}:
@@ -218,14 +237,7 @@ class CompiledInsert:
         # What Model._save_table inserts when the primary key is not set.
         self._fields = [field for field in meta.local_concrete_fields
                         if not field.generated and field is not meta.auto_field]
-        self._local = threading.local()
-
-    def _compiled(self, obj: models.Model, using: str) -> _CompiledInsert:
-        cache: dict[str, _CompiledInsert] = self._local.__dict__.setdefault("by_alias", {})
-        compiled = cache.get(using)
-        if compiled is None or compiled.connection is not connections[using]:
-            compiled = cache[using] = _CompiledInsert(obj, self._fields, using)
-        return compiled
+        self._per_connection: _PerConnection[_CompiledInsert] = _PerConnection()
 
     def insert(self, obj: models.Model, using: str = DEFAULT_DB_ALIAS) -> None:
         if type(obj) is not self._model:
@@ -236,7 +248,8 @@ class CompiledInsert:
             obj.save(force_insert=True, using=using)
             return
         obj._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
-        compiled = self._compiled(obj, using)
+        compiled = self._per_connection.get(
+            using, lambda: _CompiledInsert(obj, self._fields, using))
         compiler = compiled.compiler
         values = [field.pre_save(obj, add=True) for field in self._fields]
         if any(hasattr(value, "resolve_expression") for value in values):
