@@ -41,7 +41,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Protocol, cast
 
 from django.conf import settings
@@ -104,33 +105,29 @@ def _window(key: str, rate: Rate, now: float) -> tuple[str, int, int]:
     return f"{key}:{rate.seconds}:{window}", window, (window + 1) * rate.seconds
 
 
+IN_MEMORY = ":memory:"
+
+
 def counter_file_path() -> str | None:
     """Where a SQLite installation keeps its counts; None on PostgreSQL.
 
     ``<database>-rates`` beside the database file (and its -wal and -shm).
     An in-memory database has no file beside it: its counts are kept in
-    memory, shared by the process's threads.
+    memory (IN_MEMORY), shared by the process's threads.
     """
     if connection.vendor != "sqlite":
         return None
     name = str(connection.settings_dict["NAME"])
     if name == ":memory:" or "mode=memory" in name:  # as Django's SQLite backend tells
-        return f"file:gedweb-rate-counters-{os.getpid()}?mode=memory&cache=shared"
+        return IN_MEMORY
     return name + COUNTER_FILE_SUFFIX
 
 
-def _counter_file(path: str) -> sqlite3.Connection:
-    """This thread's connection to the counter file, opened (and the file made) once."""
-    opened: tuple[tuple[int, str], sqlite3.Connection] | None = getattr(_thread, "counters", None)
-    if opened is not None and opened[0] == (os.getpid(), path):
-        return opened[1]
-    if opened is not None:
-        opened[1].close()
-    in_memory = path.startswith("file:")
-    if not in_memory:
+def _open_counters(path: str, *, shared: bool) -> sqlite3.Connection:
+    if path != IN_MEMORY:
         make_database_private(path)  # 0600 before SQLite writes anything to it
     counters = sqlite3.connect(
-        path, uri=in_memory, isolation_level=None,
+        path, isolation_level=None, check_same_thread=not shared,
         timeout=float(connection.settings_dict["OPTIONS"].get("timeout", 5)))
     try:
         counters.execute("PRAGMA journal_mode=WAL")
@@ -140,8 +137,38 @@ def _counter_file(path: str) -> sqlite3.Connection:
     except BaseException:
         counters.close()
         raise
+    return counters
+
+
+def _counter_file(path: str) -> sqlite3.Connection:
+    """This thread's connection to the counter file, opened (and the file made) once."""
+    opened: tuple[tuple[int, str], sqlite3.Connection] | None = getattr(_thread, "counters", None)
+    if opened is not None and opened[0] == (os.getpid(), path):
+        return opened[1]
+    if opened is not None:
+        opened[1].close()
+    counters = _open_counters(path, shared=False)
     _thread.counters = ((os.getpid(), path), counters)
     return counters
+
+
+# An in-memory database's counts: one connection of the process, used by one
+# thread at a time. (SQLite's shared-cache memory databases lock whole
+# tables and refuse a concurrent writer at once, with no busy timeout.)
+_in_memory: tuple[int, sqlite3.Connection] | None = None
+_in_memory_guard = threading.Lock()
+
+
+@contextmanager
+def _counters(path: str) -> Iterator[sqlite3.Connection]:
+    global _in_memory
+    if path != IN_MEMORY:
+        yield _counter_file(path)
+        return
+    with _in_memory_guard:
+        if _in_memory is None or _in_memory[0] != os.getpid():
+            _in_memory = (os.getpid(), _open_counters(IN_MEMORY, shared=True))
+        yield _in_memory[1]
 
 
 def _run_counts(execute: Callable[[str, list[str | int]], list[tuple[str, int]]], store: str,
@@ -173,9 +200,9 @@ def count_requests(limits: list[tuple[str, Rate]], now: float) -> list[tuple[int
     if path is not None:
         # Autocommit: each statement is its own transaction in the counter
         # file, never a part of the caller's in the main database.
-        counters = _counter_file(path)
-        hits = _run_counts(lambda sql, params: counters.execute(sql, params).fetchall(),
-                           path, "?", limits, windows)
+        with _counters(path) as counters:
+            hits = _run_counts(lambda sql, params: counters.execute(sql, params).fetchall(),
+                               path, "?", limits, windows)
     else:
         # PostgreSQL: one statement is its own transaction (memory 0017:
         # the table is UNLOGGED, so its commit waits for no WAL flush).

@@ -118,7 +118,7 @@ def forget_rate_counts() -> None:
 
     path = throttling.counter_file_path()
     test_name = connection.settings_dict.get("TEST", {}).get("NAME")
-    if path is None or connection.settings_dict["NAME"] != test_name or path.startswith("file:"):
+    if path in (None, throttling.IN_MEMORY) or connection.settings_dict["NAME"] != test_name:
         return
     if os.path.exists(path):
         with closing(sqlite3.connect(path, timeout=30)) as counters, counters:
