@@ -16,7 +16,7 @@ RUN_LOCK := requirements/base.txt
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test test-pure gates bench bench-million bench-overhead bench-ledger bench-metrics lint lock mutants mutants-services check-python clean
+.PHONY: run test test-pure gates bench bench-recall bench-million bench-overhead bench-ledger bench-metrics lint lock mutants mutants-services check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "GedWeb needs Python >= 3.12 (.python-version pins one for pyenv); set PYTHON=python3.12")'
@@ -119,6 +119,16 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/overhead.py --database-url $(BENCH_PG)/gedweb_overhead $(OVERHEAD_ARGS)
 	$(BIN)/python bench/servers.py --database-url $(BENCH_PG)/gedweb_servers $(SERVERS_ARGS)
 	$(if $(MILLION),$(BIN)/python bench/million.py $(MILLION_ARGS))
+
+# Recall's quality (docs/recall.md): every evaluation set of bench/recall/sets/
+# in a fresh project, indexed by the real model, every query through GET
+# /recall in each mode: recall@5, recall@10 and MRR per set and query type,
+# with latency, on SQLite then PostgreSQL; about 2 minutes.
+# RECALL_ARGS="--write" keeps bench/results/recall-*.json; "--weights 0.3,0.5,0.7"
+# sweeps the hybrid blend.
+bench-recall: $(VENV)/.installed-dev
+	$(BIN)/python bench/recall/evaluate.py $(RECALL_ARGS)
+	$(BIN)/python bench/recall/evaluate.py --database-url $(BENCH_PG)/gedweb_recall $(RECALL_ARGS)
 
 # A million entries among 10,000 projects (docs/performance.md, "A million
 # entries"): latency against an empty project, and the peak memory of the

@@ -132,6 +132,49 @@ ARTIFACTS: list[dict[str, Any]] = [
         ),
     },
     {
+        "artifact": "memory.EntryVector",
+        "storage": "database",
+        "producer": (
+            "memory.recall.indexer (`manage.py memory index`, which `make run` starts as "
+            "--follow), never the append"
+        ),
+        "consumers": ["memory.recall.ranking (GET/POST /recall, MCP, CLI, pages, context)"],
+        "authority": "projection",
+        "lifecycle": (
+            "derived from an entry's content, outside the chain: one row per entry, int8 "
+            "vector, model id and the content's sha256; replaced on a model change, deleted "
+            "by a redaction in its transaction; rebuilt by `memory index --rebuild`"
+        ),
+    },
+    {
+        "artifact": "memory.RecallCursor",
+        "storage": "database",
+        "producer": "memory.recall.indexer.follow_once (with each batch of vectors)",
+        "consumers": ["the indexer (where to resume)", "doctor and /metrics (its backlog)"],
+        "authority": "machine-authority",
+        "lifecycle": "one per model: the last entry id the indexer followed; reset by a rebuild",
+    },
+    {
+        "artifact": "memory.RecallProgress",
+        "storage": "database",
+        "producer": "memory.recall.indexer (with each batch of vectors; a redaction moves "
+                    "its generation)",
+        "consumers": ["GET /recall's index.through_seq", "each process's cached matrix"],
+        "authority": "machine-authority",
+        "lifecycle": (
+            "one per (project, model): through_seq, every entry up to it indexed; generation, "
+            "moved when vectors leave so every process drops its cached matrix"
+        ),
+    },
+    {
+        "artifact": "<SQLite database>-indexer",
+        "storage": "file",
+        "producer": "memory.recall.indexer.lease (the follower's flock)",
+        "consumers": ["every other indexer on the machine (waits as a standby)"],
+        "authority": "machine-authority",
+        "lifecycle": "an empty file (0600) beside the database; the lock goes with its process",
+    },
+    {
         "artifact": "memory.ProjectQuota",
         "storage": "database",
         "producer": (

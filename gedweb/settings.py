@@ -109,6 +109,10 @@ if len(_memory_write_tokens) > 1:
     )
 MEMORY_WRITE_TOKEN: str | None = next(iter(_memory_write_tokens), None)
 MIRROR_WRITER = _choice("GEDWEB_MIRROR_WRITER", "inline", ("inline", "follower"))
+# Recall by meaning (docs/recall.md): the embedder of gedweb/embedding.py.
+# "minilm" is the shipped model; "hashing" a small deterministic one (the
+# suite's); "off" leaves recall to its keyword ranking, answering degraded.
+RECALL_MODEL = _choice("GEDWEB_RECALL_MODEL", "minilm", ("minilm", "hashing", "off"))
 MEMORY_ROOT = Path(env.str("GEDWEB_MEMORY_ROOT", default=str(DATA_DIR / "bridge-memory"))).resolve()
 
 # prometheus_client's multiprocess mode: gunicorn.conf.py sets the variable

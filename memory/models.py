@@ -39,12 +39,15 @@ from memory.validators import (
 __all__ = [
     "ChainCheckpoint",
     "DocumentRevision",
+    "EntryVector",
     "MemoryCandidate",
     "MemoryEntry",
     "Membership",
     "Project",
     "ProjectQuota",
     "ProjectToken",
+    "RecallCursor",
+    "RecallProgress",
 ]
 
 
@@ -557,3 +560,71 @@ class ProjectQuota(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} {self.kind} quota"
+
+
+class EntryVector(models.Model):
+    """An entry's vector for recall by meaning: derived data, outside the chain (docs/recall.md).
+
+    Written by the indexer (memory.recall.indexer), never on the append's
+    path; deleted with the entry's content by a redaction, in its
+    transaction. One row per entry: a model change replaces it. The vector is
+    the model's unit vector quantised to int8 (``vector``, ``dimension``
+    bytes) with its scale: component i is ``vector[i] * scale``.
+    ``content_sha256`` is the digest of the text it was made from, so a
+    vector whose text changed is found stale.
+    """
+
+    entry = models.OneToOneField(MemoryEntry, on_delete=models.CASCADE, primary_key=True,
+                                 related_name="vector")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, db_index=False,
+                                related_name="+")
+    seq = models.PositiveBigIntegerField()
+    model = models.CharField(max_length=64)
+    content_sha256 = models.CharField(max_length=64)
+    vector = models.BinaryField()
+    scale = models.FloatField()
+
+    class Meta:
+        indexes = [
+            # A process's matrix of a project grows by seq (memory.recall.index).
+            models.Index(fields=["project", "model", "seq"], name="memory_vector_project_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}#{self.seq} ({self.model})"
+
+
+class RecallCursor(models.Model):
+    """The last entry id the indexer followed the record to, for one model."""
+
+    model = models.CharField(max_length=64, primary_key=True)
+    through_id = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.model} through entry id {self.through_id}"
+
+
+class RecallProgress(models.Model):
+    """How far one project is indexed for one model, and when its vectors last left.
+
+    ``through_seq``: every entry up to it has a current vector or needs none
+    (redacted). ``generation`` grows when vectors are removed (a redaction, a
+    rebuild): each process's cached matrix of the project is dropped at its
+    next recall when the generation it was built at is not this one.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=64)
+    through_seq = models.PositiveBigIntegerField(default=0)
+    generation = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "model"],
+                                    name="memory_recallprogress_unique_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} ({self.model}) through #{self.through_seq}"

@@ -39,6 +39,7 @@ from gedweb.validation import collect_errors
 from memory import checkpoints, mirror, secret_scan
 from memory.locks import lock_project
 from memory.models import MemoryCandidate, MemoryEntry, Project
+from memory.recall.vectors import forget_entry
 from memory.validators import validate_content
 
 logger = logging.getLogger(__name__)
@@ -121,8 +122,11 @@ def memory_entry_redact(
                                [notice, entry.pk])
             # A candidate that became this entry holds the same text.
             MemoryCandidate.objects.filter(entry=entry).update(content=notice)
-            copies = {name: scrub(project, entry, notice, record)
-                      for name, scrub in _COPIES.items()}
+            # Its vector was made from the text: it goes too, after the UPDATE,
+            # whose row lock an indexer's write waits on (memory.recall.indexer).
+            copies: dict[str, int] = {"recall_vectors": forget_entry(entry)}
+            copies.update({name: scrub(project, entry, notice, record)
+                           for name, scrub in _COPIES.items()})
             if checkpoints.due(record.seq, record.seq):
                 transaction.on_commit(partial(
                     checkpoints.after_commit, project.pk, record.seq, record.hash))
@@ -214,5 +218,6 @@ def purge(*, full: bool = False) -> dict[str, Any]:
         cursor.execute(statement)
         # The candidates and the stored bundles held the text too.
         cursor.execute("VACUUM memory_memorycandidate")
+        cursor.execute("VACUUM memory_entryvector")
         cursor.execute("VACUUM governance_contextbundle")
     return {"engine": "postgresql", "vacuum": statement}

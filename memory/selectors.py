@@ -12,6 +12,8 @@ from datetime import datetime
 
 from memory.models import MemoryCandidate, MemoryEntry, Project
 from memory.querysets import CandidateQuerySet, EntryQuerySet
+from memory.recall import ranking
+from memory.recall.ranking import RecallResult
 
 
 def entry_list(*, project: Project, category: str | None = None, source: str | None = None,
@@ -24,6 +26,14 @@ def entry_list(*, project: Project, category: str | None = None, source: str | N
     out the entries a later entry corrects. Unordered: order with
     ``seq_order_key(searched=bool(q))``.
     """
+    return entry_filter(project=project, category=category, source=source, since=since,
+                        until=until, q=q, current=current).with_links()
+
+
+def entry_filter(*, project: Project, category: str | None = None, source: str | None = None,
+                 since: datetime | None = None, until: datetime | None = None,
+                 q: str | None = None, current: bool = False) -> EntryQuerySet:
+    """entry_list's filter alone, without the links: the rows recall ranks (memory.recall)."""
     entries = MemoryEntry.objects.for_project(project)
     if category:
         entries = entries.filter(category=category)
@@ -37,7 +47,7 @@ def entry_list(*, project: Project, category: str | None = None, source: str | N
         entries = entries.search(q, project=project)
     if current:
         entries = entries.current()
-    return entries.with_links()
+    return entries
 
 
 def entry_get(*, project: Project, ref: str | int) -> MemoryEntry | None:
@@ -51,3 +61,15 @@ def candidate_list(*, project: Project, status: str | None = None) -> CandidateQ
     if status is not None:
         candidates = candidates.filter(status=status)
     return candidates
+
+
+def entry_recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid",
+                 view: str = "current", category: str | None = None, source: str | None = None,
+                 since: datetime | None = None, until: datetime | None = None) -> RecallResult:
+    """The entries that best answer ``text``, best first: the one recall of every face.
+
+    REST, MCP, the CLI, the pages and the context bundle all call this
+    (memory.recall.ranking, docs/recall.md).
+    """
+    return ranking.recall(project=project, text=text, limit=limit, mode=mode, view=view,
+                          category=category, source=source, since=since, until=until)

@@ -43,7 +43,7 @@ django_settings.PASSWORD_HASHERS = [
 __all__ = [
     "admin_client", "alpha", "beta", "client_for", "django_db_modify_db_settings", "live_db",
     "make_project", "memory_root", "memory_write_token", "rate_counts_forgotten",
-    "static_files_on_demand",
+    "recall_model", "static_files_on_demand",
 ]
 
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef-XYZ"
@@ -105,6 +105,22 @@ def memory_root(settings: Any, tmp_path: Path) -> Path:
     settings.MEMORY_WRITE_TOKEN = None
     settings.ADMIN_TOKEN = ADMIN_TOKEN
     return root
+
+
+@pytest.fixture(autouse=True)
+def recall_model(settings: Any) -> Iterator[str]:
+    """Recall embeds with the small deterministic model (gedweb.embedding.HashingEmbedder).
+
+    Loading the real one costs every test a second and shows nothing the
+    real-model tests (tests/memory/test_recall_model.py) do not. The
+    process's cached matrices are forgotten: rolled-back projects reuse ids.
+    """
+    from memory.recall import vectors
+
+    settings.RECALL_MODEL = "hashing"
+    vectors.forget_cached()
+    yield "hashing"
+    vectors.forget_cached()
 
 
 def forget_rate_counts() -> None:
@@ -197,6 +213,10 @@ def purge_append_only_tables() -> None:
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM governance_activework")
         cursor.execute("DELETE FROM memory_memorycandidate")
+        # Recall's derived rows reference entries.
+        cursor.execute("DELETE FROM memory_entryvector")
+        cursor.execute("DELETE FROM memory_recallprogress")
+        cursor.execute("DELETE FROM memory_recallcursor")
         for table in tables:
             for statement in append_only.sqlite_backward(table):
                 cursor.execute(statement)

@@ -226,6 +226,8 @@ class LiveGunicorn(ServerProcess):
             "GEDWEB_DEMO_PROJECT": "false",
             "GEDWEB_PRODUCTION": "false",
             "GEDWEB_MIRROR_WRITER": "inline",
+            # The recall indexer only where a test asks for it (tests/memory/test_recall_live.py).
+            "GEDWEB_RECALL_INDEXER": "off",
             "GUNICORN_ACCESS_LOG": "",
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
             "HOST": "127.0.0.1",

@@ -23,7 +23,9 @@ from gedweb.api.serializers import (
     TimestampField,
 )
 from gedweb.lib.ids import CATEGORY, PROJECT_ID
+from gedweb.validation import validate_text
 from memory.models import MemoryEntry
+from memory.recall import ranking
 from memory.validators import (
     validate_category,
     validate_content,
@@ -187,6 +189,75 @@ class EntryListQuerySerializer(StrictSerializer):
     # (docs/api.md#limits).
     q = serializers.CharField(required=False, max_length=MAX_SEARCH_CHARS)
     view = serializers.ChoiceField(choices=["all", "current"], required=False, default="all")
+
+
+class RecallQuerySerializer(StrictSerializer):
+    # GET's query string and POST's JSON body (for task texts longer than a
+    # request line holds): the same fields, the same rules (docs/recall.md).
+    q = StrictCharField(allow_blank=False, max_length=ranking.MAX_QUERY_CHARS,
+                        validators=[validate_text],
+                        help_text="the question or task, in the asker's own words: 1-4,000 "
+                        "characters, not blank, no NUL")
+    limit = serializers.IntegerField(required=False, default=10, min_value=1,
+                                     max_value=ranking.MAX_LIMIT)
+    mode = serializers.ChoiceField(choices=list(ranking.MODES), required=False,
+                                   default="hybrid")
+    view = serializers.ChoiceField(
+        choices=list(ranking.VIEWS), required=False, default="current",
+        help_text="current leaves out entries a later entry corrects")
+    category = StrictCharField(required=False, max_length=64)
+    source = StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
+        required=False, max_length=128
+    )
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+
+
+class RecallRanksSerializer(serializers.Serializer[Any]):
+    keyword = serializers.IntegerField(allow_null=True, min_value=1)
+    semantic = serializers.IntegerField(allow_null=True, min_value=1)
+
+
+class RecallItemSerializer(EntrySerializer):
+    # An entry as the list shows it, with where recall ranked it.
+    kind = serializers.ChoiceField(choices=["entry"])
+    score = serializers.FloatField(help_text="higher is better; items come best first")
+    ranks = RecallRanksSerializer(help_text="its place in each ranker's list, null if absent")
+
+    @classmethod
+    def render_hit(cls, hit: ranking.Hit) -> dict[str, Any]:
+        return {**EntrySerializer.render(hit.entry), "kind": "entry", "score": hit.score,
+                "ranks": {"keyword": hit.keyword_rank, "semantic": hit.semantic_rank}}
+
+
+class RecallIndexSerializer(serializers.Serializer[Any]):
+    model = serializers.CharField(help_text="the embedding model's id")
+    through_seq = serializers.IntegerField(
+        min_value=0, help_text="every entry up to this seq is indexed by meaning")
+    head_seq = serializers.IntegerField(min_value=0, help_text="the project's newest seq")
+
+
+class RecallSerializer(serializers.Serializer[Any]):
+    items = RecallItemSerializer(many=True)
+    mode = serializers.ChoiceField(choices=list(ranking.MODES),
+                                   help_text="the mode that answered")
+    index = RecallIndexSerializer()
+    degraded = serializers.CharField(
+        required=False,
+        help_text="present when recall by meaning was unavailable: why, and the answer is "
+        "the keyword ranking")
+
+    @staticmethod
+    def render_result(result: ranking.RecallResult) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "items": [RecallItemSerializer.render_hit(hit) for hit in result.hits],
+            "mode": result.mode,
+            "index": {"model": result.model, "through_seq": result.through_seq,
+                      "head_seq": result.head_seq},
+        }
+        if result.degraded is not None:
+            body["degraded"] = result.degraded
+        return body
 
 
 class ChainCheckpointSerializer(OutputSerializer):

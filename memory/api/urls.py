@@ -16,6 +16,11 @@ urlpatterns = [
         name="entry-list",
     ),
     path(
+        "projects/<project:project_id>/recall",
+        views.RecallView.as_view(),
+        name="recall",
+    ),
+    path(
         "projects/<project:project_id>/memory.md",
         views.MirrorTextView.as_view(),
         name="mirror-text",

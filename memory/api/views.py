@@ -172,6 +172,44 @@ class EntryListView(ProjectAPIView):
         return response
 
 
+class RecallView(ProjectAPIView):
+    """The entries that best answer a question (docs/recall.md): a read, by GET or POST."""
+
+    def _answer(self, data: dict[str, Any]) -> Response:
+        result = selectors.entry_recall(
+            project=self.project, text=data["q"], limit=data["limit"], mode=data["mode"],
+            view=data["view"], category=data.get("category"), source=data.get("source"),
+            since=data.get("since"), until=data.get("until"),
+        )
+        return Response(s.RecallSerializer.render_result(result))
+
+    @extend_schema(
+        operation_id="memory_recall",
+        parameters=[s.RecallQuerySerializer],
+        responses={200: s.RecallSerializer, **errors(*READ_ERRORS)},
+        summary="Recall the entries that best answer a question",
+        description=(
+            "Ranked best first: `hybrid` (default) blends the keyword ranking (any word, "
+            "stemmed, stop words left out) with the semantic one (the entries' vectors); "
+            "`index.through_seq` says how far the semantic index has followed the record. "
+            "A `q` longer than a request line holds goes in the body of a POST."
+        ),
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        return self._answer(validated_query(s.RecallQuerySerializer, request))
+
+    @extend_schema(
+        operation_id="memory_recall_post",
+        request=s.RecallQuerySerializer,
+        responses={200: s.RecallSerializer, **errors(400, 401, 404, 413, 415)},
+        summary="Recall, with the question in a JSON body (long task texts)",
+    )
+    def post(self, request: Request, project_id: str) -> Response:
+        serializer = s.RecallQuerySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return self._answer(serializer.validated_data)
+
+
 class EntryDetailView(ProjectAPIView):
     @extend_schema(
         responses={200: s.EntrySerializer, **errors(401, 404)},

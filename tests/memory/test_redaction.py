@@ -202,7 +202,8 @@ def test_the_command_redacts_and_refuses_with_one_line(chain):
                  "a password", "--by", "user:olga", stdout=out)
     printed = json.loads(out.getvalue())
     assert printed["entry"]["redacted"] and printed["record"]["redacts"] == printed["entry"]["id"]
-    assert printed["mirror_rebuilt"] and printed["copies_scrubbed"] == {"context_bundles": 0}
+    assert printed["mirror_rebuilt"]
+    assert printed["copies_scrubbed"] == {"context_bundles": 0, "recall_vectors": 0}
     # Inside the test's transaction the purge cannot run, and says so.
     assert "inside a transaction" in printed["purge"]["skipped"]
     with pytest.raises(CommandError, match="entry #2 was already redacted"):
@@ -308,7 +309,7 @@ def test_a_bundle_that_delivered_the_entry_is_scrubbed_and_says_so(chain, client
 
     result = memory_entry_redact(project=project, seq=leaked.seq, reason="a passphrase",
                                  by="user:olga")
-    assert result.copies_scrubbed == {"context_bundles": 1}
+    assert result.copies_scrubbed == {"context_bundles": 1, "recall_vectors": 0}
     stored.refresh_from_db()
     assert WORD not in stored.text and stored.redaction_id == result.record.pk
     assert f"- #{leaked.seq} [note] (operator) [redacted by user:olga at " in stored.text

@@ -144,6 +144,9 @@ API: list[Row] = [
         "403 memory_write_forbidden", "/v1/projects/{p}/memory", "entry", rw(MEMORY, QUOTA), MW),
     Row("GET", f"{P}/memory/<ref:ref>", READ, "by seq or uuid", "/v1/projects/{p}/memory/{seq}"),
     Row("GET", f"{P}/memory/verify", READ, "", "/v1/projects/{p}/memory/verify"),
+    Row("GET", f"{P}/recall", READ, "ranked recall, a read", "/v1/projects/{p}/recall?q=matrix"),
+    Row("POST", f"{P}/recall", READ, "the same read, its question in a JSON body",
+        "/v1/projects/{p}/recall", "recall"),
     Row("GET", f"{P}/memory.md", READ, "the mirror text", "/v1/projects/{p}/memory.md"),
     Row("GET", f"{P}/memory.jsonl", READ, "every entry, JSON Lines",
         "/v1/projects/{p}/memory.jsonl"),
@@ -608,6 +611,7 @@ def request_bodies(ids: dict[str, Any]) -> dict[str, Any]:
     return {
         "project": {"id": "gamma", "name": "Gamma"},
         "entry": {"category": "decision", "content": "every route has a row"},
+        "recall": {"q": "which route has a row?", "limit": 5},
         "candidate": {"category": "idea", "content": "a matrix candidate"},
         "document": {"content": "# ADR 0002: Matrix\n\n## Decision\n\nEvery route has a row "
                                 "in the authorization matrix.\n"},

@@ -1,19 +1,24 @@
-"""`manage.py memory add|list|verify|checkpoint|mirror|scan|allow-secret|redact|purge`."""
+"""`manage.py memory add|list|verify|checkpoint|mirror|index|scan|allow-secret|redact|purge`."""
 
 from __future__ import annotations
 
 import getpass
+import os
 import signal
 import time
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
+from django.db import DatabaseError, close_old_connections
+from tqdm import tqdm
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
+from gedweb.embedding import EmbedderUnavailable
 from gedweb.pagination import keyset_slice
 from memory import checkpoints, mirror, redaction, secret_scan, selectors, services
 from memory.api.serializers import ChainCheckpointSerializer, EntrySerializer, VerifySerializer
 from memory.models import MemoryEntry, Project
+from memory.recall import indexer, vectors
 
 
 class Command(GedWebCommand):
@@ -61,6 +66,22 @@ class Command(GedWebCommand):
         mirror_parser.add_argument(
             "--once", action="store_true", help="with --follow: one catch-up pass, then exit"
         )
+
+        index = actions.add_parser(
+            "index", help="give entries their vectors for recall by meaning: backfill with a "
+            "progress bar, rebuild after a model change, or follow the record (docs/recall.md)")
+        index.add_argument("--project", help="one project (default: every project)")
+        index.add_argument("--rebuild", action="store_true",
+                           help="forget the vectors first, then make them all again")
+        index.add_argument("--follow", action="store_true",
+                           help="keep following the record (what `make run` starts)")
+        index.add_argument("--interval", type=float, default=0.25,
+                           help="with --follow: seconds between looks when idle")
+        index.add_argument("--exit-with-parent", action="store_true",
+                           help="with --follow: stop when the process that started it ends")
+        index.add_argument("--nice", type=int, default=10,
+                           help="with --follow: lower its CPU priority by this much, so "
+                           "requests come first (default 10)")
 
         scan = actions.add_parser(
             "scan",
@@ -213,6 +234,76 @@ class Command(GedWebCommand):
             if once:
                 return
             time.sleep(interval)
+
+    def _index(self, *, project: str | None, rebuild: bool, follow: bool, interval: float,
+               exit_with_parent: bool, nice: int, **_: Any) -> None:
+        embedder = vectors.embedder()
+        try:
+            embedder.load()
+        except EmbedderUnavailable as error:
+            raise CommandError(f"cannot index: {error}") from None
+        if follow:
+            if project or rebuild:
+                raise CommandError("--follow follows every project; run --rebuild first, alone")
+            if nice > 0:
+                os.nice(nice)
+            self._index_follow(embedder, interval, exit_with_parent)
+            return
+        target = get_project(project) if project else None
+        if rebuild:
+            indexer.rebuild(target, embedder.model_id)
+        behind = [(p, through, head) for p, through, head
+                  in indexer.projects_behind(embedder.model_id)
+                  if target is None or p.pk == target.pk]
+        total = sum(head - through for _, through, head in behind)
+        indexed = 0
+        with tqdm(total=total, unit="entries", file=self.stderr._out,
+                  disable=not total, dynamic_ncols=True) as bar:
+            for behind_project, _through, _head in behind:
+                bar.set_description(behind_project.pk)
+
+                def advanced(result: indexer.BatchResult, through_seq: int) -> None:
+                    bar.update(result.seen)
+
+                indexed += indexer.backfill(behind_project, embedder, on_batch=advanced)
+        self.stdout.write(to_json({
+            "model": embedder.model_id, "projects": [p.pk for p, _, _ in behind],
+            "entries": total, "indexed": indexed, "rebuilt": rebuild,
+        }))
+
+    def _index_follow(self, embedder: Any, interval: float, exit_with_parent: bool) -> None:
+        """Follow the record under the lease; wait as a standby while another indexer holds it."""
+        stopping = False
+
+        def stop(signum: int, frame: Any) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        parent = os.getppid()
+
+        def orphaned() -> bool:
+            return exit_with_parent and os.getppid() != parent
+
+        while not stopping and not orphaned():
+            try:
+                with indexer.lease():
+                    self.stderr.write(f"indexer: following the record ({embedder.model_id})")
+                    while not stopping and not orphaned() and indexer.lease_held():
+                        try:
+                            result = indexer.follow_once(embedder)
+                        except EmbedderUnavailable as error:
+                            raise CommandError(f"cannot index: {error}") from None
+                        if not result.seen:
+                            time.sleep(interval)
+            except indexer.LeaseTaken:
+                time.sleep(max(interval, 2.0))
+            except DatabaseError as error:
+                # The database went away or restarted: try again, never die of it.
+                self.stderr.write(f"indexer: {error}; retrying")
+                close_old_connections()
+                time.sleep(max(interval, 2.0))
 
     def _scan(self, *, project: str | None, **_: Any) -> None:
         """Every finding as a JSON line, then a summary line; the secret is never printed."""

@@ -1,0 +1,168 @@
+"""Recall: a project's entries ranked by how well they answer a text (docs/recall.md).
+
+Two rankers, and their blend:
+
+- ``keyword`` (memory.recall.keyword): bm25 on SQLite, ts_rank on
+  PostgreSQL, over any of the query's words, stems matched;
+- ``semantic``: the cosine of the query's vector with every entry's
+  (memory.recall.vectors), exact, over the process's matrix of the project;
+- ``hybrid``, the default: each ranker's best candidates, their scores
+  min-max normalised over the candidates, summed with the weight
+  SEMANTIC_WEIGHT (chosen on the evaluation sets of both kinds,
+  bench/recall/). Rank fusion (RRF) was measured and ranked worse.
+
+The filters are the list's (memory.selectors.entry_filter): the keyword
+ranker asks the database for filtered matches, the semantic one masks its
+scores with the filtered ids. ``view="current"`` leaves out entries a later
+one corrects. When the model cannot load, the answer is the keyword
+ranking with a ``degraded`` reason, never an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from gedweb.embedding import EmbedderUnavailable
+from memory.models import MemoryEntry, Project
+from memory.recall import keyword, vectors
+from memory.recall.indexer import head_seq
+
+MODES = ("hybrid", "semantic", "keyword")
+VIEWS = ("current", "all")
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 4000
+# The weight of the semantic score in the hybrid sum; the keyword score has the rest.
+SEMANTIC_WEIGHT = 0.5
+# Candidates each ranker brings to the blend, at least.
+CANDIDATES = 100
+
+
+@dataclass
+class Hit:
+    entry: MemoryEntry
+    score: float
+    keyword_rank: int | None
+    semantic_rank: int | None
+
+
+@dataclass
+class RecallResult:
+    hits: list[Hit]
+    mode: str
+    model: str
+    through_seq: int
+    head_seq: int
+    degraded: str | None = None
+    # What each ranker brought, for the evaluation (bench/recall).
+    candidates: dict[str, int] = field(default_factory=dict)
+
+
+def _normalised(scores: dict[int, float]) -> dict[int, float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    spread = high - low
+    return {key: (value - low) / spread if spread > 0 else 1.0 for key, value in scores.items()}
+
+
+def blend(semantic: dict[int, float], keyword_scores: dict[int, float],
+          weight: float | None = None) -> dict[int, float]:
+    """The hybrid score of every candidate: weighted min-max-normalised scores, 0 where absent."""
+    weight = SEMANTIC_WEIGHT if weight is None else weight
+    sem, kw = _normalised(semantic), _normalised(keyword_scores)
+    return {key: weight * sem.get(key, 0.0) + (1 - weight) * kw.get(key, 0.0)
+            for key in sem.keys() | kw.keys()}
+
+
+def _semantic(project: Project, text: str, allowed: npt.NDArray[np.int64] | None,
+              excluded: npt.NDArray[np.int64], count: int,
+              ) -> tuple[list[tuple[int, float]], Callable[[list[int]], dict[int, float]]]:
+    """The best ``count`` (id, cosine) pairs, and the cosine of any other entry kept."""
+    embedder = vectors.embedder()
+    progress = vectors.progress_of(project, embedder.model_id)
+    query = embedder.embed([text])[0]
+    matrix = vectors.project_matrix(project, embedder.model_id, embedder.dimension, progress)
+    ids = matrix.ids[: matrix.size]
+    scores = matrix.scores(query)
+    keep = np.ones(matrix.size, bool)
+    if allowed is not None:
+        keep &= np.isin(ids, allowed)
+    if len(excluded):
+        keep &= ~np.isin(ids, excluded)
+    rows = np.flatnonzero(keep)
+    if len(rows) > count:
+        rows = rows[np.argpartition(-scores[rows], count - 1)[:count]]
+    rows = rows[np.lexsort((ids[rows], -scores[rows]))]
+    best = [(int(ids[row]), float(scores[row])) for row in rows]
+
+    def cosine(entry_ids: list[int]) -> dict[int, float]:
+        where = np.searchsorted(ids, entry_ids)
+        return {entry_id: float(scores[row]) for entry_id, row in zip(entry_ids, where)
+                if row < len(ids) and ids[row] == entry_id and keep[row]}
+
+    return best, cosine
+
+
+def _no_cosines(entry_ids: list[int]) -> dict[int, float]:
+    return {}
+
+
+def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid",
+           view: str = "current", category: str | None = None, source: str | None = None,
+           since: datetime | None = None, until: datetime | None = None) -> RecallResult:
+    """The project's entries that best answer ``text``, best first (values already validated)."""
+    from memory.selectors import entry_filter, entry_list
+
+    current = view == "current"
+    filtered = entry_filter(project=project, category=category, source=source, since=since,
+                            until=until, current=current)
+    count = max(CANDIDATES, 5 * limit)
+    embedder = vectors.embedder()
+    degraded: str | None = None
+    semantic_best: list[tuple[int, float]] = []
+    cosine: Callable[[list[int]], dict[int, float]] = _no_cosines
+    if mode != "keyword":
+        filtering = any(value is not None for value in (category, source, since, until))
+        allowed = (np.fromiter(filtered.values_list("id", flat=True), np.int64)
+                   if filtering else None)
+        excluded = (np.fromiter(MemoryEntry.objects.for_project(project)
+                                .filter(corrects__isnull=False)
+                                .values_list("corrects_id", flat=True), np.int64)
+                    if current else np.zeros(0, np.int64))
+        try:
+            semantic_best, cosine = _semantic(project, text, allowed, excluded, count)
+        except EmbedderUnavailable as error:
+            degraded = f"recall by meaning is unavailable: {error}"
+            mode = "keyword"
+    progress = vectors.progress_of(project, embedder.model_id)
+    keyword_best = (keyword.rank(filtered, project_id=project.pk, text=text, limit=count)
+                    if mode != "semantic" else [])
+
+    semantic_ranks = {entry_id: rank for rank, (entry_id, _) in enumerate(semantic_best, 1)}
+    keyword_ranks = {entry_id: rank for rank, (entry_id, _) in enumerate(keyword_best, 1)}
+    if mode == "semantic":
+        scores = dict(semantic_best)
+    elif mode == "keyword":
+        scores = dict(keyword_best)
+    else:
+        semantic_scores = dict(semantic_best)
+        # A keyword candidate the semantic list left out still has a cosine.
+        semantic_scores.update(cosine([i for i in keyword_ranks if i not in semantic_ranks]))
+        scores = blend(semantic_scores, dict(keyword_best))
+    order = sorted(scores, key=lambda entry_id: (-scores[entry_id], entry_id))
+    rows = {entry.pk: entry for entry in entry_list(
+        project=project, category=category, source=source, since=since, until=until,
+        current=current).filter(id__in=order[: limit * 2 + 10])}
+    hits = [Hit(rows[entry_id], round(scores[entry_id], 6), keyword_ranks.get(entry_id),
+                semantic_ranks.get(entry_id))
+            for entry_id in order if entry_id in rows][:limit]
+    return RecallResult(
+        hits=hits, mode=mode, model=embedder.model_id,
+        through_seq=progress.through_seq if progress is not None else 0,
+        head_seq=head_seq(project), degraded=degraded,
+        candidates={"semantic": len(semantic_best), "keyword": len(keyword_best)})

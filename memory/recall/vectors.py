@@ -1,0 +1,167 @@
+"""The vector index: entries' vectors in the database, and each process's matrix of a project.
+
+Vectors are derived data (docs/recall.md): made by the indexer from an
+entry's content, stored one row per entry (EntryVector) as int8 with a
+scale, never part of the chain, removed with the content by a redaction.
+
+Each process keeps, per project and model, a matrix of the project's vectors
+and extends it by seq, since the record only grows: a recall reads only the
+vectors appended since the last one. It drops the matrix when the project's
+``generation`` moved (a redaction or a rebuild removed vectors), and reloads
+it whole while the project is being backfilled out of seq order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from gedweb.embedding import Embedder, Vectors, get_embedder
+from memory.models import EntryVector, MemoryEntry, Project, RecallProgress
+
+# Rows scored at once: an int8 block is widened to float32 for the product,
+# so a block costs 4 x 384 x this many bytes while it is scored.
+_BLOCK_ROWS = 32_768
+# Projects whose matrix a process keeps, least recently recalled dropped first.
+_CACHED_PROJECTS = 64
+
+
+def embedder() -> Embedder:
+    """The installation's embedder (GEDWEB_RECALL_MODEL)."""
+    return get_embedder(settings.RECALL_MODEL)
+
+
+def quantise(rows: Vectors) -> list[tuple[bytes, float]]:
+    """Each unit vector as int8 bytes and the scale that restores it (component = byte x scale)."""
+    peaks = np.abs(rows).max(axis=1)
+    scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
+    quantised = np.rint(rows / scales[:, None]).clip(-127, 127).astype(np.int8)
+    return [(quantised[i].tobytes(), float(scales[i])) for i in range(len(rows))]
+
+
+def dequantise(vector: bytes, scale: float) -> Vectors:
+    return np.frombuffer(vector, dtype=np.int8).astype(np.float32) * np.float32(scale)
+
+
+@dataclass
+class Matrix:
+    """A project's vectors in one model, in seq order; rows past ``size`` are spare capacity.
+
+    Extending writes into the spare rows and returns a new Matrix of a larger
+    size over the same arrays, so a thread still scoring the old one reads
+    rows that never change; when the capacity runs out, the arrays double.
+    """
+
+    model: str
+    # (RecallProgress pk, its generation) when loaded: either moving drops it.
+    stamp: tuple[int, int]
+    size: int
+    ids: npt.NDArray[np.int64]
+    seqs: npt.NDArray[np.int64]
+    vectors: npt.NDArray[np.int8]
+    scales: npt.NDArray[np.float32]
+    # Vectors past the project's through_seq were loaded: rows may still
+    # arrive below them, so the next recall reloads the matrix whole.
+    gapped: bool = False
+
+    @classmethod
+    def empty(cls, model: str, stamp: tuple[int, int], dimension: int) -> Matrix:
+        return cls(model, stamp, 0, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                   np.zeros((0, dimension), np.int8), np.zeros(0, np.float32))
+
+    @property
+    def last_seq(self) -> int:
+        return int(self.seqs[self.size - 1]) if self.size else 0
+
+    def extended(self, rows: list[tuple[int, int, bytes, float]], gapped: bool) -> Matrix:
+        if not rows:
+            return Matrix(self.model, self.stamp, self.size, self.ids, self.seqs,
+                          self.vectors, self.scales, gapped)
+        size = self.size + len(rows)
+        ids, seqs, vectors, scales = self.ids, self.seqs, self.vectors, self.scales
+        if size > len(ids):
+            capacity = max(size, 2 * len(ids), 256)
+            ids, seqs = np.resize(ids, capacity), np.resize(seqs, capacity)
+            scales = np.resize(scales, capacity)
+            grown = np.zeros((capacity, vectors.shape[1]), np.int8)
+            grown[: self.size] = vectors[: self.size]
+            vectors = grown
+        for offset, (entry_id, seq, vector, scale) in enumerate(rows, start=self.size):
+            ids[offset], seqs[offset], scales[offset] = entry_id, seq, scale
+            vectors[offset] = np.frombuffer(vector, dtype=np.int8)
+        return Matrix(self.model, self.stamp, size, ids, seqs, vectors, scales, gapped)
+
+    def scores(self, query: Vectors) -> npt.NDArray[np.float32]:
+        """The cosine of every row with a unit query vector."""
+        out = np.empty(self.size, np.float32)
+        for start in range(0, self.size, _BLOCK_ROWS):
+            stop = min(start + _BLOCK_ROWS, self.size)
+            out[start:stop] = self.vectors[start:stop].astype(np.float32) @ query
+        return out * self.scales[: self.size]
+
+
+_matrices: OrderedDict[tuple[str, str], Matrix] = OrderedDict()
+_matrices_lock = threading.Lock()
+
+
+def forget_cached() -> None:
+    """Drop every cached matrix of this process (tests; a settings change)."""
+    with _matrices_lock:
+        _matrices.clear()
+
+
+def project_matrix(project: Project, model: str, dimension: int,
+                   progress: RecallProgress | None) -> Matrix:
+    """The project's matrix in this process, brought up to the stored vectors."""
+    stamp = (progress.pk, progress.generation) if progress is not None else (0, 0)
+    through_seq = progress.through_seq if progress is not None else 0
+    key = (project.pk, model)
+    with _matrices_lock:
+        matrix = _matrices.get(key)
+    if matrix is None or matrix.stamp != stamp or matrix.gapped:
+        matrix = Matrix.empty(model, stamp, dimension)
+    rows = [(entry_id, seq, bytes(vector), scale) for entry_id, seq, vector, scale
+            in EntryVector.objects.filter(project=project, model=model, seq__gt=matrix.last_seq)
+            .order_by("seq").values_list("entry_id", "seq", "vector", "scale")]
+    last = rows[-1][1] if rows else matrix.last_seq
+    matrix = matrix.extended(rows, gapped=last > through_seq)
+    with _matrices_lock:
+        _matrices[key] = matrix
+        _matrices.move_to_end(key)
+        while len(_matrices) > _CACHED_PROJECTS:
+            _matrices.popitem(last=False)
+    return matrix
+
+
+def progress_of(project: Project, model: str) -> RecallProgress | None:
+    return RecallProgress.objects.filter(project=project, model=model).first()
+
+
+def forget_entry(entry: MemoryEntry) -> int:
+    """Delete the entry's vector and move its project's generation; inside the caller's transaction.
+
+    A redaction calls this after it replaced the content, in its own
+    transaction: every process's matrix of the project is dropped at its
+    next recall. Returns how many vectors were deleted (0 or 1).
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("forget_entry runs inside the redaction's transaction")
+    deleted, _ = EntryVector.objects.filter(entry=entry).delete()
+    RecallProgress.objects.filter(project_id=entry.project_id).update(
+        generation=F("generation") + 1)
+    return deleted
+
+
+def vector_of(entry: MemoryEntry) -> dict[str, Any] | None:
+    """The stored vector row of an entry, for doctor and the tests."""
+    row = (EntryVector.objects.filter(entry=entry)
+           .values("model", "content_sha256", "seq", "vector", "scale").first())
+    return dict(row) if row is not None else None
