@@ -272,6 +272,17 @@ class Client:
             body["corrects"] = corrects
         return self._keyed_post(self.project_path(project, "memory"), body, idempotency_key)
 
+    def memory_recall(self, project: str, query: str, **fields: Any) -> dict[str, Any]:
+        """The entries that best answer ``query`` (POST /recall: any length of question).
+
+        A read, so retried like one; ``fields`` are recall's others (limit,
+        mode, view, category, source, since, until), left out when None.
+        """
+        body = {"q": query, **{k: v for k, v in fields.items() if v is not None}}
+        answer: dict[str, Any] = self.request(
+            "POST", self.project_path(project, "recall"), json_body=body).json()
+        return answer
+
     def _keyed_post(self, path: str, body: dict[str, Any],
                     idempotency_key: str | None) -> dict[str, Any]:
         # One key for every attempt, so a retry of a request that was

@@ -203,6 +203,13 @@ def entry_line(entry: dict[str, Any]) -> str:
             f"{_field(entry, 'category')} [{_field(entry, 'source')}] {_field(entry, 'content')}")
 
 
+def recalled_line(entry: dict[str, Any]) -> str:
+    """0.912 #12 2026-11-30 08:00 decision [architect] Orders stay on PostgreSQL 16."""
+    score = entry.get("score")
+    shown = f"{score:.3f}" if isinstance(score, (int, float)) else "?"
+    return f"{shown} {entry_line(entry)}"
+
+
 def candidate_line(candidate: dict[str, Any]) -> str:
     return (f"{_field(candidate, 'id')} {_when(candidate.get('created_at'))} "
             f"{_field(candidate, 'status')} {_field(candidate, 'category')} "
@@ -402,6 +409,16 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--category", help="only entries of this category")
     search.add_argument("--since", help="only entries written at or after this ISO 8601 time")
 
+    recall = command(memory, "recall", "the entries that best answer a question in your own "
+                     "words, best first (docs/recall.md)")
+    recall.add_argument("query", metavar="TEXT", help="the question or task (1-4,000 characters)")
+    recall.add_argument("--limit", type=int, default=10, help="how many entries (1-50, default 10)")
+    recall.add_argument("--mode", choices=("hybrid", "semantic", "keyword"), default="hybrid",
+                        help="hybrid (default) blends keyword and meaning")
+    recall.add_argument("--category", help="only entries of this category")
+    recall.add_argument("--all", action="store_true",
+                        help="include entries a later entry corrects (view=all)")
+
     get = command(memory, "get", "print one entry with the entries that correct it")
     get.add_argument("ref", metavar="REF", help="the entry's uuid or seq")
 
@@ -577,6 +594,13 @@ def _memory(args: argparse.Namespace, client: Client, parser: argparse.ArgumentP
         out.page(client.memory_page(project, q=args.query, order="desc", limit=args.limit,
                                     category=args.category, since=args.since),
                  entry_line, lean=True)
+    elif action == "recall":
+        answer = client.memory_recall(project, args.query, limit=args.limit, mode=args.mode,
+                                      category=args.category,
+                                      view="all" if args.all else None)
+        if answer.get("degraded"):
+            _complain(f"recall is degraded: {answer['degraded']}")
+        out.page(answer, recalled_line, lean=True)
     elif action == "get":
         out.record(client.memory_get(project, args.ref), entry_line, lean=True)
     elif action == "verify":

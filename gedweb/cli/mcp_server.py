@@ -101,6 +101,15 @@ TOOLS: list[types.Tool] = [
           "(case-insensitive). No match is an empty list.",
           _schema({"query": {"type": "string", "minLength": 1}, "limit": _LIMIT,
                    "category": _CATEGORY, "hashes": _HASHES}, ("query",))),
+    _tool("memory_recall",
+          "Recall the entries that best answer a question or task in your own words, best "
+          "first: keyword and meaning blended (mode hybrid), or one of them. Entries a later "
+          "entry corrects are left out. Use this before memory_search, which needs every word.",
+          _schema({"query": {"type": "string", "minLength": 1, "maxLength": 4000},
+                   "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+                   "mode": {"type": "string", "enum": ["hybrid", "semantic", "keyword"],
+                            "default": "hybrid"},
+                   "hashes": _HASHES}, ("query",))),
     _tool("memory_get", "One memory entry by uuid or seq, with corrected_by.",
           _schema({"ref": _REF, "hashes": _HASHES}, ("ref",))),
     _tool("candidates_list", "List proposed entries, oldest first, with their review state.",
@@ -272,6 +281,11 @@ def make_handlers(client: Client, project: str) -> dict[str, Callable[[dict[str,
     def memory_search(a: dict[str, Any]) -> Any:
         return _lean_page(client.memory_page(project, q=a["query"], limit=a.get("limit", 20),
                                              category=a.get("category"), order="desc"),
+                          a.get("hashes", False))
+
+    def memory_recall(a: dict[str, Any]) -> Any:
+        return _lean_page(client.memory_recall(project, a["query"], limit=a.get("limit", 10),
+                                               mode=a.get("mode", "hybrid")),
                           a.get("hashes", False))
 
     def memory_get(a: dict[str, Any]) -> Any:

@@ -37,7 +37,7 @@ VIEWS = ("current", "all")
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 4000
 # The weight of the semantic score in the hybrid sum; the keyword score has the rest.
-SEMANTIC_WEIGHT = 0.5
+SEMANTIC_WEIGHT = 0.6
 # Candidates each ranker brings to the blend, at least.
 CANDIDATES = 100
 

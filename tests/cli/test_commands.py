@@ -111,6 +111,34 @@ def test_search_finds_every_word_newest_first_and_filters(gedweb_server: LiveSer
                     "PostgreSQL orders: vacuum nightly.\n")
 
 
+def test_recall_ranks_by_any_word_in_any_order_and_prints_scores(
+        gedweb_server: LiveServer) -> None:
+    shop = Project(gedweb_server, "cmd-recall")
+    shop.add("The cache is Redis.", "decision")
+    deploy = shop.add("Deployment failed because the migrations ran too late.", "bug")
+    shop.add("Orders stay on PostgreSQL 16.", "decision")
+    # Keyword mode: the same ranking on any engine and model; no word of the
+    # question appears whole in the entry ("deploying", "fail").
+    found = shop.json("memory", "recall", "why did deploying fail?", "--project", shop.id,
+                      "--mode", "keyword")
+    assert found["mode"] == "keyword"
+    assert [e["seq"] for e in found["items"]] == [deploy["seq"]]
+    assert found["items"][0]["ranks"] == {"keyword": 1, "semantic": None}
+    assert "hash" not in found["items"][0]  # lean, as every listing of the CLI
+    assert found["index"]["head_seq"] == 3
+    text = shop.ok("memory", "recall", "why did deploying fail?", "--project", shop.id,
+                   "--mode", "keyword", "--format", "text")
+    assert text.endswith("bug [cli-test] Deployment failed because the migrations ran too "
+                         "late.\n")
+    assert float(text.split(" ", 1)[0]) > 0
+    # A question far longer than a URL holds goes as a body.
+    long = shop.json("memory", "recall", "deployment migrations " * 150, "--project", shop.id,
+                     "--limit", "1", "--mode", "keyword")
+    assert [e["seq"] for e in long["items"]] == [deploy["seq"]]
+    refused = shop.cli("memory", "recall", "x", "--project", shop.id, "--limit", "51")
+    assert_refused(refused, 400, "validation_error")
+
+
 def test_get_finds_an_entry_by_seq_or_uuid_with_its_corrections(
     gedweb_server: LiveServer,
 ) -> None:

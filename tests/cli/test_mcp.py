@@ -24,8 +24,8 @@ from tests.live_server import http_request
 
 pytestmark = [pytest.mark.live_server]
 
-READ_ONLY = {"memory_list", "memory_search", "memory_get", "candidates_list", "documents_list",
-             "document_get", "work_list", "work_get", "context_get", "standards_get",
+READ_ONLY = {"memory_list", "memory_search", "memory_recall", "memory_get", "candidates_list",
+             "documents_list", "document_get", "work_list", "work_get", "context_get", "standards_get",
              "governance_get", "governance_guard"}
 WRITES = {"memory_add", "memory_propose", "work_open"}
 WORK = {"summary": "Add a login page", "minimum_mode": "direct-change",
@@ -126,6 +126,8 @@ def test_every_tool_against_the_live_server(gedweb_server: LiveServer,
                                                           "order": "asc"})
         found = await session.call_tool("memory_search", {"query": "agents"})
         nothing = await session.call_tool("memory_search", {"query": "zeppelin"})
+        recalled = await session.call_tool("memory_recall", {"query": "what is the second "
+                                                             "note about?", "mode": "keyword"})
         got = await session.call_tool("memory_get", {"ref": 1})
         missing = await session.call_tool("memory_get", {"ref": 999})
         proposed = await session.call_tool("memory_propose", {"category": "fact",
@@ -162,6 +164,11 @@ def test_every_tool_against_the_live_server(gedweb_server: LiveServer,
     assert [e["seq"] for e in json_of(r["found"])["items"]] == [1]
     # An empty but valid answer is no error.
     assert json_of(r["nothing"]) == {"items": [], "next_cursor": None}
+    # Recall leaves out the corrected entry 1; lean items with their score and ranks.
+    recalled = json_of(r["recalled"])
+    assert [e["seq"] for e in recalled["items"]] == [2] and recalled["mode"] == "keyword"
+    assert recalled["items"][0]["ranks"]["keyword"] == 1
+    assert "hash" not in recalled["items"][0]
     assert json_of(r["got"])["id"] == entry["id"]
     assert json_of(r["got"])["corrected_by"] == [gedweb_server.entries(project)[1]["id"]]
     assert r["missing"].is_error and "404 not_found" in text_of(r["missing"])
