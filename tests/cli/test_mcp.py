@@ -25,8 +25,8 @@ from tests.live_server import http_request
 pytestmark = [pytest.mark.live_server]
 
 READ_ONLY = {"memory_list", "memory_search", "memory_recall", "memory_get", "candidates_list",
-             "documents_list", "document_get", "work_list", "work_get", "context_get", "standards_get",
-             "governance_get", "governance_guard"}
+             "documents_list", "document_get", "work_list", "work_get", "context_get",
+             "standards_get", "governance_get", "governance_guard"}
 WRITES = {"memory_add", "memory_propose", "work_open"}
 WORK = {"summary": "Add a login page", "minimum_mode": "direct-change",
         "ambiguity": "sufficient", "risk": "normal", "clear_scope": True, "bounded": True,
