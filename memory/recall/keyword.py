@@ -3,11 +3,13 @@
 It reads the full-text indexes the list's ``?q=`` already has, so it costs
 the append nothing and is never behind the record: SQLite's FTS5 table
 (memory 0007, ranked by bm25) and PostgreSQL's GIN index on content_tsv
-(memory 0004, ranked by ts_rank). Both index words as written, unstemmed,
-so a stem is asked for as a prefix: "deploying" asks for ``deploy*``, which
-finds deploy, deployed and deployment. Short stems and numbers are asked
-for whole. On PostgreSQL the query is also read by its own parser, whose
-tokens (``settings.py``, ``3.12``, ``write-ahead``) are asked for as they are.
+(memory 0004, ranked by bm25's idf over the matches: _rank_postgresql).
+Both index words as written, unstemmed, so a stem is asked for as a
+prefix: "deploying" asks for ``deploy*``, which finds deploy, deployed and
+deployment. Short stems and numbers are asked for whole. On PostgreSQL the
+query is also read by its own parser, whose tokens with punctuation
+(``settings.py``, ``3.12``, the ``-412`` of ``HAR-412``) are asked for as
+they are.
 """
 
 from __future__ import annotations
@@ -84,43 +86,80 @@ def _pg_lexemes(text: str) -> list[str]:
                 if lexeme not in STOP_WORDS and _PG_LEXEME.fullmatch(lexeme)]
 
 
-def _tsquery(text: str, terms: list[tuple[str, bool]]) -> str:
+def _tsquery_terms(text: str, terms: list[tuple[str, bool]]) -> list[str]:
+    """One tsquery per alternative: the stems, then the parser's tokens with punctuation in them.
+
+    A plain word of the parser's is already one of the stems; ``settings.py``,
+    ``3.12`` or the ``-412`` of ``HAR-412`` are not, and only they match the
+    index's token of the same text.
+    """
     alternatives = {f"'{term}'" + (":*" if prefix else ""): None for term, prefix in terms}
-    for lexeme in _pg_lexemes(text)[:MAX_TERMS]:
-        alternatives.setdefault(f"'{lexeme}'", None)
-    return " | ".join(alternatives)
+    for lexeme in _pg_lexemes(text):
+        if len(alternatives) >= MAX_TERMS:
+            break
+        if not _WORD.fullmatch(lexeme):
+            alternatives.setdefault(f"'{lexeme}'", None)
+    return list(alternatives)
 
 
-def rank(entries: QuerySet[Any], *, project_id: str, text: str,
-         limit: int) -> list[tuple[int, float]]:
+def _rank_postgresql(entries: QuerySet[Any], text: str, terms: list[tuple[str, bool]],
+                     project_size: int, limit: int) -> list[tuple[int, float]]:
+    """bm25's idf over PostgreSQL's index: each matched alternative weighs by its rarity.
+
+    ts_rank weighs every word alike, so a question's common word outranked
+    the rare identifier beside it. Here one pass over the filtered matches
+    counts each alternative's document frequency among them and scores a
+    row by the sum of ln(1 + (N - df + 0.5) / (df + 0.5)) over the
+    alternatives it holds (N: the project's size), with ts_rank (length
+    normalised) added as the term-frequency part and tie-break.
+    """
+    alternatives = _tsquery_terms(text, terms)
+    inner, inner_params = entries.values("id").query.sql_with_params()
+    hits = ", ".join(f"e.content_tsv @@ to_tsquery('simple'::regconfig, %s) AS h{i}"
+                     for i in range(len(alternatives)))
+    counts = ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in range(len(alternatives)))
+    weights = " + ".join(
+        f"CASE WHEN m.h{i} THEN ln(1 + (%s - d.d{i} + 0.5) / (d.d{i} + 0.5)) ELSE 0 END"
+        for i in range(len(alternatives)))
+    # Every SQL fragment is built from constants and the index i; each value
+    # (the tsqueries, N, the limit) is a query parameter.
+    sql = (
+        f"WITH m AS (SELECT e.id, e.seq, {hits},"  # nosec B608
+        f" ts_rank(e.content_tsv, to_tsquery('simple'::regconfig, %s), 1) AS r"
+        f" FROM memory_memoryentry e WHERE e.id IN ({inner})"
+        f" AND e.content_tsv @@ to_tsquery('simple'::regconfig, %s)),"
+        f" d AS (SELECT {counts} FROM m)"
+        f" SELECT m.id, ({weights}) + m.r AS score FROM m, d"
+        f" ORDER BY score DESC, m.seq LIMIT %s"
+    )
+    whole = " | ".join(alternatives)
+    params = [*alternatives, whole, *inner_params, whole,
+              *[float(max(project_size, 1))] * len(alternatives), limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(int(entry_id), float(score)) for entry_id, score in cursor.fetchall()]
+
+
+def rank(entries: QuerySet[Any], *, project_id: str, text: str, limit: int,
+         project_size: int) -> list[tuple[int, float]]:
     """The ids and scores (higher is better) of the best ``limit`` entries among ``entries``.
 
     ``entries`` is the project's filtered entries (memory.selectors), which
     the match narrows; empty when the text has no word to look for.
+    ``project_size`` (its head seq) is the N of PostgreSQL's idf.
     """
     terms = query_terms(text)
     if not terms:
         return []
     if connection.vendor == "postgresql":
-        query = _tsquery(text, terms)
-        # Constant SQL: the tsquery is a parameter. ts_rank's normalisation 1
-        # divides by 1 + log(length), so a long entry does not win on length.
-        ranked = entries.extra(  # nosec B610
-            select={"keyword_score":
-                    "ts_rank(memory_memoryentry.content_tsv,"
-                    " to_tsquery('simple'::regconfig, %s), 1)"},
-            select_params=[query],
-            where=["memory_memoryentry.content_tsv @@ to_tsquery('simple'::regconfig, %s)"],
-            params=[query],
-        ).order_by("-keyword_score", "seq")
-    else:
-        # bm25 is lower for a better match; the project column weighs nothing.
-        ranked = entries.extra(  # nosec B610
-            tables=["memory_entry_fts"],
-            select={"keyword_score": "-bm25(memory_entry_fts, 1.0, 0.0)"},
-            where=["memory_entry_fts.rowid = memory_memoryentry.id",
-                   "memory_entry_fts MATCH %s"],
-            params=[_fts5_match(project_id, terms)],
-        ).order_by("-keyword_score", "seq")
+        return _rank_postgresql(entries, text, terms, project_size, limit)
+    # bm25 is lower for a better match; the project column weighs nothing.
+    ranked = entries.extra(  # nosec B610
+        tables=["memory_entry_fts"],
+        select={"keyword_score": "-bm25(memory_entry_fts, 1.0, 0.0)"},
+        where=["memory_entry_fts.rowid = memory_memoryentry.id",
+               "memory_entry_fts MATCH %s"],
+        params=[_fts5_match(project_id, terms)],
+    ).order_by("-keyword_score", "seq")
     return [(int(entry_id), float(score)) for entry_id, score
             in ranked.values_list("id", "keyword_score")[:limit]]

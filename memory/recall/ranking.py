@@ -2,14 +2,17 @@
 
 Two rankers, and their blend:
 
-- ``keyword`` (memory.recall.keyword): bm25 on SQLite, ts_rank on
-  PostgreSQL, over any of the query's words, stems matched;
+- ``keyword`` (memory.recall.keyword): bm25 on SQLite, bm25's idf with
+  ts_rank on PostgreSQL, over any of the query's words, stems matched;
 - ``semantic``: the cosine of the query's vector with every entry's
   (memory.recall.vectors), exact, over the process's matrix of the project;
 - ``hybrid``, the default: each ranker's best candidates, their scores
-  min-max normalised over the candidates, summed with the weight
-  SEMANTIC_WEIGHT (chosen on the evaluation sets of both kinds,
-  bench/recall/). Rank fusion (RRF) was measured and ranked worse.
+  min-max normalised over the candidates, summed with a semantic weight
+  that follows the query's shape (semantic_weight): the model represents
+  identifiers and names poorly, and the keyword ranking matches them
+  exactly. The weights were chosen on the evaluation sets of both kinds at
+  once (bench/recall/, docs/recall.md); rank fusion (RRF) and z-scores
+  were measured and ranked worse.
 
 The filters are the list's (memory.selectors.entry_filter): the keyword
 ranker asks the database for filtered matches, the semantic one masks its
@@ -36,8 +39,16 @@ MODES = ("hybrid", "semantic", "keyword")
 VIEWS = ("current", "all")
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 4000
-# The weight of the semantic score in the hybrid sum; the keyword score has the rest.
-SEMANTIC_WEIGHT = 0.6
+# The weight of the semantic score in the hybrid sum (the keyword score has
+# the rest): for a question in words; for one naming someone or something
+# (a capitalised word after the first); for a short query holding an
+# identifier (an error code, a file name, a ticket id).
+SEMANTIC_WEIGHT = 0.8
+NAMED_SEMANTIC_WEIGHT = 0.6
+IDENTIFIER_SEMANTIC_WEIGHT = 0.5
+# An identifier query has at most this many words.
+IDENTIFIER_QUERY_WORDS = 6
+_IDENTIFIER_MARKS = frozenset("0123456789_./:-#")
 # Candidates each ranker brings to the blend, at least.
 CANDIDATES = 100
 
@@ -68,6 +79,28 @@ def _normalised(scores: dict[int, float]) -> dict[int, float]:
     low, high = min(scores.values()), max(scores.values())
     spread = high - low
     return {key: (value - low) / spread if spread > 0 else 1.0 for key, value in scores.items()}
+
+
+def _is_identifier(token: str) -> bool:
+    """ERR_CONN_RESET, settings.py, HAR-412, E1102, camelCase, HTTP: a token the model splits."""
+    if not any(c.isalpha() for c in token):
+        return False
+    if any(c in _IDENTIFIER_MARKS for c in token.strip(".,:;!?-")):
+        return True
+    letters = [c for c in token if c.isalpha()]
+    if len(letters) >= 2 and all(c.isupper() for c in letters):
+        return True
+    return any(a.islower() and b.isupper() for a, b in zip(token, token[1:]))
+
+
+def semantic_weight(text: str) -> float:
+    """The hybrid blend's semantic weight for this query, from its shape; linear in the text."""
+    words = text.split()
+    if len(words) <= IDENTIFIER_QUERY_WORDS and any(_is_identifier(w) for w in words):
+        return IDENTIFIER_SEMANTIC_WEIGHT
+    if any(len(w) >= 3 and w[0].isupper() and w[1:].islower() for w in words[1:]):
+        return NAMED_SEMANTIC_WEIGHT
+    return SEMANTIC_WEIGHT
 
 
 def blend(semantic: dict[int, float], keyword_scores: dict[int, float],
@@ -140,7 +173,9 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
             degraded = f"recall by meaning is unavailable: {error}"
             mode = "keyword"
     progress = vectors.progress_of(project, embedder.model_id)
-    keyword_best = (keyword.rank(filtered, project_id=project.pk, text=text, limit=count)
+    head = head_seq(project)
+    keyword_best = (keyword.rank(filtered, project_id=project.pk, text=text, limit=count,
+                                 project_size=head)
                     if mode != "semantic" else [])
 
     semantic_ranks = {entry_id: rank for rank, (entry_id, _) in enumerate(semantic_best, 1)}
@@ -153,7 +188,7 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
         semantic_scores = dict(semantic_best)
         # A keyword candidate the semantic list left out still has a cosine.
         semantic_scores.update(cosine([i for i in keyword_ranks if i not in semantic_ranks]))
-        scores = blend(semantic_scores, dict(keyword_best))
+        scores = blend(semantic_scores, dict(keyword_best), semantic_weight(text))
     order = sorted(scores, key=lambda entry_id: (-scores[entry_id], entry_id))
     rows = {entry.pk: entry for entry in entry_list(
         project=project, category=category, source=source, since=since, until=until,
@@ -164,5 +199,5 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
     return RecallResult(
         hits=hits, mode=mode, model=embedder.model_id,
         through_seq=progress.through_seq if progress is not None else 0,
-        head_seq=head_seq(project), degraded=degraded,
+        head_seq=head, degraded=degraded,
         candidates={"semantic": len(semantic_best), "keyword": len(keyword_best)})

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from memory import services
 from memory.models import EntryVector, MemoryEntry, RecallCursor, RecallProgress
-from memory.recall import indexer, vectors
+from memory.recall import indexer, ranking, vectors
 from tests.django_fixtures import bearer_client, stored_models
 
 NOTES = [
@@ -299,3 +299,37 @@ def test_recall_writes_nothing(notes):
     assert list(RecallCursor.objects.values_list("model", "through_id")) == cursor
     assert list(RecallProgress.objects.values_list("project_id", "through_seq",
                                                    "generation")) == progress
+
+
+# --- the hybrid blend's weight ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, weight", [
+    ("why do background task processes die on a windows laptop?", ranking.SEMANTIC_WEIGHT),
+    ("What breed is Nadia's dog?", ranking.NAMED_SEMANTIC_WEIGHT),
+    ("ERR_CONN_RESET in the upload client", ranking.IDENTIFIER_SEMANTIC_WEIGHT),
+    ("settings/production.py", ranking.IDENTIFIER_SEMANTIC_WEIGHT),
+    ("HAR-412", ranking.IDENTIFIER_SEMANTIC_WEIGHT),
+    ("where is parseManifest called", ranking.IDENTIFIER_SEMANTIC_WEIGHT),
+    ("the HTTP 413 on uploads", ranking.IDENTIFIER_SEMANTIC_WEIGHT),
+    # A long task text holding an identifier is a question, not a look-up.
+    ("please fix the failing upload test in the client and then tell me why it failed "
+     "with E1102", ranking.SEMANTIC_WEIGHT),
+    ("Deployment failed, why?", ranking.SEMANTIC_WEIGHT),  # a capital first word is no name
+    ("1234 5678", ranking.SEMANTIC_WEIGHT),
+])
+def test_the_semantic_weight_follows_the_querys_shape(text, weight):
+    assert ranking.semantic_weight(text) == weight
+
+
+def test_the_semantic_weight_is_linear_in_a_hostile_text():
+    # One pass per word: 4,000 characters of one word or of many take no backtracking.
+    for text in ("a" * 4000, "aB" * 2000, ("Word " * 800)[:4000], "-" * 4000):
+        assert ranking.semantic_weight(text) in (ranking.SEMANTIC_WEIGHT,
+                                                 ranking.NAMED_SEMANTIC_WEIGHT,
+                                                 ranking.IDENTIFIER_SEMANTIC_WEIGHT)
+
+
+def test_blend_weighs_normalised_scores():
+    blended = ranking.blend({1: 0.9, 2: 0.5, 3: 0.1}, {2: 8.0, 4: 2.0}, 0.75)
+    assert blended == pytest.approx({1: 0.75, 2: 0.75 * 0.5 + 0.25, 3: 0.0, 4: 0.0})
