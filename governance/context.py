@@ -27,6 +27,7 @@ from governance.models import ContextBundle, ContextDelivery, EvidenceRecord, Wo
 from governance.standards import render_served, served_and_left_out
 from memory.documents import document_current
 from memory.models import DocumentRevision, MemoryEntry, Project
+from memory.selectors import entry_recall
 
 STANDARDS_LIMIT = 6_000
 DATA_LIMIT = 2_400
@@ -36,6 +37,16 @@ TESTS_LIMIT = 1_200
 MEMORY_LIMIT = 4_000
 MAX_ADRS = 8
 RECENT_MEMORY = 20
+# GET /context?task=&budget= (docs/context.md): the entries recalled for a
+# task, best first, while they fit the budget. Tokens are estimated as
+# characters / 4, the usual rule of thumb for English and code; the budget
+# bounds the section's content, not its frame.
+TASK_MAX_CHARS = 1_000
+DEFAULT_RECALL_BUDGET = 1_000
+MAX_RECALL_BUDGET = 32_000
+CHARS_PER_TOKEN = 4
+RECALL_CANDIDATES = 20
+RECALLED_FILE = "memory: recalled for the task, best first"
 # Where GedPi keeps each document; ADRs are docs/<path>.
 DOCUMENT_FILES = {"PROJECT.md": ".ged/PROJECT.md", "CONTEXT.md": "CONTEXT.md"}
 
@@ -154,7 +165,49 @@ def _recent_memory(project: Project) -> str | None:
     return "\n".join(lines)
 
 
-def _durable_sections(project: Project) -> list[Section]:
+def estimated_tokens(text: str) -> int:
+    """The token count a budget is measured in: characters / 4, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Recalled:
+    section: Section | None
+    seqs: list[int]
+
+
+def recalled_memory(project: Project, task: str, budget: int) -> Recalled:
+    """The entries that best answer the task, one line each, best first, within the budget.
+
+    Recall's own ranking (memory.selectors.entry_recall, hybrid, current
+    entries only); an entry whose line does not fit is passed over for a
+    shorter one after it. Lines begin as the recent-memory section's do, so
+    a redaction scrubs them from stored bundles alike (bundle_scrub).
+    """
+    result = entry_recall(project=project, text=task, limit=RECALL_CANDIDATES)
+    lines: list[str] = []
+    seqs: list[int] = []
+    used = 0
+    for hit in result.hits:
+        entry = hit.entry
+        if entry.is_redacted:
+            continue
+        line = (memory_line_prefix(entry.seq, entry.category, entry.source)
+                + " ".join(entry.content.split()))
+        cost = estimated_tokens(line + "\n")
+        if used + cost > budget:
+            continue
+        lines.append(line)
+        seqs.append(entry.seq)
+        used += cost
+    if not lines:
+        return Recalled(None, [])
+    text = "\n".join(lines)
+    return Recalled(_framed("Recalled memory", framing.DURABLE_DATA, RECALLED_FILE, text,
+                            len(text)), seqs)
+
+
+def _durable_sections(project: Project, recalled: Section | None = None) -> list[Section]:
     framed: list[Section] = []
     documents = [document for path in ("PROJECT.md", "CONTEXT.md")
                  if (document := document_current(project, path)) is not None
@@ -185,6 +238,8 @@ def _durable_sections(project: Project) -> list[Section]:
         framed.append(_framed("Recent memory", framing.DURABLE_DATA,
                               f"memory: newest {RECENT_MEMORY} current entries", memory,
                               MEMORY_LIMIT))
+    if recalled is not None:
+        framed.append(recalled)
     if not framed:
         return []
     return [Section("Durable Project Data", None, None, "## Durable Project Data"), *framed]
@@ -247,22 +302,27 @@ def _runtime_sections(work: WorkItem | None) -> list[Section]:
     return sections
 
 
-def context_bundle(*, project: Project, work: WorkItem | None = None) -> Bundle:
+def context_bundle(*, project: Project, work: WorkItem | None = None,
+                   recalled: Recalled | None = None) -> Bundle:
     sections = [Section("Project trust boundary", None, None, PROJECT_BOUNDARY)]
     sections += _standards_sections(project)
-    sections += _durable_sections(project)
+    sections += _durable_sections(project, recalled.section if recalled else None)
     sections += _runtime_sections(work)
     return Bundle(project.pk, work.work_id if work is not None else None, sections)
 
 
 def context_deliver(*, project: Project, work: WorkItem | None, author: str,
-                    output_format: str) -> Bundle:
+                    output_format: str, task: str | None = None,
+                    budget: int = DEFAULT_RECALL_BUDGET) -> Bundle:
     """Build the bundle and log who received which bytes, for operators to audit.
 
     The bundle itself is kept too (bundle_store), once per project and
-    sha256, so the context log can show exactly what was delivered.
+    sha256, so the context log can show exactly what was delivered. With a
+    ``task``, the bundle holds the entries recalled for it within
+    ``budget`` tokens, and the log names them (``recalled``: their seqs).
     """
-    bundle = context_bundle(project=project, work=work)
+    recalled = recalled_memory(project, task, budget) if task is not None else None
+    bundle = context_bundle(project=project, work=work, recalled=recalled)
     # The JSON form carries the same sha256, so one hash names what was delivered.
     with transaction.atomic():
         now = timezone.now()
@@ -275,6 +335,7 @@ def context_deliver(*, project: Project, work: WorkItem | None, author: str,
             sha256=bundle.sha256,
             size=len(bundle.text.encode("utf-8")),
             created_at=now,
+            recalled=canonical_json(recalled.seqs) if recalled is not None else None,
         )
     return bundle
 

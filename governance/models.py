@@ -512,6 +512,10 @@ class ContextDelivery(AppendOnlyModel):
     sha256 = models.CharField(max_length=64)
     size = models.PositiveIntegerField()
     created_at = models.DateTimeField()
+    # The seqs of the entries recalled for a task (GET /context?task=), as
+    # canonical JSON, best first; NULL when no task was given. Nullable, so
+    # adding it kept SQLite's append-only triggers (an ALTER TABLE).
+    recalled = models.TextField(null=True, blank=True)
 
     class Meta:
         ordering = ["project_id", "-created_at"]
@@ -525,6 +529,14 @@ class ContextDelivery(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.project_id} context {self.sha256[:12]} to {self.author}"
+
+    @property
+    def recalled_seqs(self) -> list[int] | None:
+        """The seqs recalled for its task, best first; None when it had no task."""
+        if self.recalled is None:
+            return None
+        seqs: list[int] = json.loads(self.recalled)
+        return seqs
 
 
 class ContextBundle(AppendOnlyModel):

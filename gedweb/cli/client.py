@@ -390,9 +390,11 @@ class Client:
         entry: dict[str, Any] = self.get_json(self.project_path(project, "memory", str(ref)))
         return entry
 
-    def context(self, project: str, work_id: str | None = None) -> str:
+    def context(self, project: str, work_id: str | None = None, task: str | None = None,
+                budget: int | None = None) -> str:
+        """The framed bundle; with ``task``, the entries recalled for it within ``budget``."""
         return self.request("GET", self.project_path(project, "context"),
-                            query={"work_id": work_id}).text
+                            query={"work_id": work_id, "task": task, "budget": budget}).text
 
     def standards(self, project: str) -> str:
         return self.request("GET", self.project_path(project, "standards")).text

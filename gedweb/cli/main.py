@@ -463,6 +463,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     context = command(commands, "context", "print the framed context bundle")
     context.add_argument("--work", help="work id for the runtime sections")
+    context.add_argument("--task", help="what you are about to do: adds the entries recalled "
+                         "for it (1-1,000 characters)")
+    context.add_argument("--budget", type=int,
+                         help="tokens (characters / 4) for those entries (default 1,000)")
     command(commands, "standards", "print STANDARDS.md (the accepted instructions)")
     command(commands, "mcp", "run a Model Context Protocol server over stdio")
 
@@ -541,7 +545,7 @@ def run(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParse
                            exc.fields) from None
         return serve(client, project)
     if args.command == "context":
-        out.text(client.context(project, args.work))
+        out.text(client.context(project, args.work, args.task, args.budget))
     elif args.command == "standards":
         out.text(client.standards(project))
     elif args.command == "memory":

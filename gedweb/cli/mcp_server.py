@@ -130,8 +130,13 @@ TOOLS: list[types.Tool] = [
           _schema({"work_id": _WORK_ID}, ("work_id",))),
     _tool("context_get",
           "The framed agent context bundle (trusted instructions and labelled data); pass "
-          "work_id for the runtime sections.",
-          _schema({"work_id": _WORK_ID})),
+          "work_id for the runtime sections, and task for the memory recalled for it.",
+          _schema({"work_id": _WORK_ID,
+                   "task": {"type": "string", "minLength": 1, "maxLength": 1000,
+                            "description": "what you are about to do"},
+                   "budget": {"type": "integer", "minimum": 1, "maximum": 32000,
+                              "description": "tokens (characters / 4) for the recalled "
+                              "entries; default 1000"}})),
     _tool("standards_get",
           "STANDARDS.md built from the accepted standards imports (the only project text "
           "that is instructions).",
@@ -309,7 +314,7 @@ def make_handlers(client: Client, project: str) -> dict[str, Callable[[dict[str,
         return client.work_get(project, a["work_id"])
 
     def context_get(a: dict[str, Any]) -> Any:
-        return client.context(project, a.get("work_id"))
+        return client.context(project, a.get("work_id"), a.get("task"), a.get("budget"))
 
     def standards_get(a: dict[str, Any]) -> Any:
         return _standards_or_note(client, project)

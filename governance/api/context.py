@@ -15,16 +15,36 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gedweb.api.serializers import StrictSerializer
+from gedweb.api.serializers import StrictCharField, StrictSerializer
 from gedweb.api.views import GedWebAPIView, ProjectAPIView, errors, validated_query
 from gedweb.inventory import inventory
-from governance.context import context_deliver
+from gedweb.validation import validate_text
+from governance.context import (
+    CHARS_PER_TOKEN,
+    DEFAULT_RECALL_BUDGET,
+    MAX_RECALL_BUDGET,
+    TASK_MAX_CHARS,
+    context_deliver,
+)
 from governance.models import WorkItem
 
 
 class ContextQuerySerializer(StrictSerializer):
     work_id = serializers.CharField(required=False, max_length=128)
     format = serializers.ChoiceField(choices=["text", "json"], required=False, default="text")
+    task = StrictCharField(required=False, allow_blank=False, max_length=TASK_MAX_CHARS,
+                           validators=[validate_text],
+                           help_text="what the agent is about to do: the bundle adds the "
+                           "entries recalled for it")
+    budget = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_RECALL_BUDGET,
+        help_text=f"tokens (characters / {CHARS_PER_TOKEN}) for the recalled entries; "
+        f"default {DEFAULT_RECALL_BUDGET}; only with task")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "budget" in attrs and "task" not in attrs:
+            raise serializers.ValidationError({"budget": ["only with task"]})
+        return attrs
 
 
 class ContextSectionSerializer(serializers.Serializer[Any]):
@@ -88,6 +108,12 @@ class ContextView(ProjectAPIView):
             OpenApiParameter("work_id", str, description="the selected work item (optional)"),
             OpenApiParameter("format", str, enum=["text", "json"],
                              description="text (default) or json with trust labels and hashes"),
+            OpenApiParameter("task", str, description=(
+                f"1-{TASK_MAX_CHARS:,} characters: the bundle adds a durable-data section "
+                "of the entries recalled for it, best first")),
+            OpenApiParameter("budget", int, description=(
+                f"1-{MAX_RECALL_BUDGET:,} tokens (characters / {CHARS_PER_TOKEN}) for that "
+                f"section; default {DEFAULT_RECALL_BUDGET:,}; only with task")),
         ],
         responses={
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the bundle"),
@@ -106,7 +132,8 @@ class ContextView(ProjectAPIView):
             if work is None:
                 raise ValidationError({"work_id": ["no such work item in this project"]})
         bundle = context_deliver(project=self.project, work=work, author=self.author,
-                                 output_format=query["format"])
+                                 output_format=query["format"], task=query.get("task"),
+                                 budget=query.get("budget", DEFAULT_RECALL_BUDGET))
         if query["format"] == "json":
             return Response(bundle.as_dict())
         response = HttpResponse(bundle.text, content_type="text/plain; charset=utf-8")

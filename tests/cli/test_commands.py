@@ -139,6 +139,24 @@ def test_recall_ranks_by_any_word_in_any_order_and_prints_scores(
     assert_refused(refused, 400, "validation_error")
 
 
+def test_context_with_a_task_brings_the_recalled_entries_within_the_budget(
+        gedweb_server: LiveServer) -> None:
+    shop = Project(gedweb_server, "cmd-context-task")
+    deploy = shop.add("Deployment failed because the migrations ran too late.", "bug")
+    for index in range(3):
+        shop.add(f"Standup note {index}: nothing new.", "note")
+    bundle = shop.ok("context", "--project", shop.id, "--task", "why did deploying fail?")
+    assert 'file="memory: recalled for the task, best first"' in bundle
+    recalled = bundle.split('file="memory: recalled for the task, best first">>>\n', 1)[1]
+    assert recalled.startswith(f"- #{deploy['seq']} [bug] (cli-test) Deployment failed")
+    small = shop.ok("context", "--project", shop.id, "--task", "why did deploying fail?",
+                    "--budget", "5")
+    assert 'file="memory: recalled for the task, best first"' not in small
+    assert len(small) < len(bundle)
+    refused = shop.cli("context", "--project", shop.id, "--budget", "5")
+    assert_refused(refused, 400, "validation_error")
+
+
 def test_get_finds_an_entry_by_seq_or_uuid_with_its_corrections(
     gedweb_server: LiveServer,
 ) -> None:
