@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
@@ -28,7 +29,8 @@ from gedweb.lib.digest import sha256_text
 from governance import ledger_checkpoints
 from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
 from memory import mirror
-from memory.models import MemoryEntry, Project
+from memory.models import EntryVector, MemoryEntry, Project
+from memory.recall import vectors
 from memory.redaction import pre_format_entries
 from memory.services import memory_chain_verify
 from memory.validators import validate_token_name
@@ -278,6 +280,45 @@ def check_token_names(project: Project) -> Outcome:
     return Outcome("token-names", problems, "no token writes as GedWeb's own authors")
 
 
+def check_recall_index(project: Project) -> Outcome:
+    """Recall's vectors follow the record (docs/recall.md): none of a redacted entry, none stale.
+
+    A vector of a redacted entry, or one made from a text the entry no longer
+    holds, keeps a trace of content that left: a problem (`memory index
+    --project P --rebuild` makes them again). Entries without a vector of
+    the configured model are counted in the summary: the indexer may be
+    behind, or stopped.
+    """
+    if settings.RECALL_MODEL == "off":
+        return Outcome("recall-index", [], "recall by meaning is off (GEDWEB_RECALL_MODEL)")
+    model = vectors.embedder().model_id
+    problems = []
+    redacted = set(MemoryEntry.objects.for_project(project)
+                   .filter(redacts__isnull=False).values_list("redacts_id", flat=True))
+    rows = (EntryVector.objects.filter(project=project).order_by("seq")
+            .values_list("seq", "entry_id", "content_sha256", "entry__content"))
+    indexed = 0
+    for seq, entry_id, made_from, content in rows.iterator(chunk_size=2000):
+        if entry_id in redacted:
+            problems.append(f"entry #{seq} is redacted but keeps a recall vector: run "
+                            f"manage.py memory index --project {project.pk} --rebuild")
+        elif made_from != sha256_text(content):
+            problems.append(f"entry #{seq}'s recall vector was made from another text than "
+                            f"the entry holds: run manage.py memory index --project "
+                            f"{project.pk} --rebuild")
+        else:
+            indexed += 1
+    current = EntryVector.objects.filter(project=project, model=model).count()
+    entries = MemoryEntry.objects.for_project(project).count() - len(redacted)
+    missing = max(entries - current, 0)
+    summary = f"{current} entr{'y' if current == 1 else 'ies'} indexed by {model}"
+    if missing:
+        summary += (f"; {missing} entr{'y' if missing == 1 else 'ies'} without a vector yet "
+                    "(the indexer "
+                    f"follows the record; manage.py memory index --project {project.pk})")
+    return Outcome("recall-index", problems, summary)
+
+
 PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_chain,
     check_mirror,
@@ -287,6 +328,7 @@ PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_ledger,
     check_skills,
     check_token_names,
+    check_recall_index,
 )
 
 

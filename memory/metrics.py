@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
@@ -36,6 +37,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from memory import mirror, quotas
+from memory.recall import indexer, vectors
 from memory.models import ChainCheckpoint, MemoryEntry, Project, ProjectQuota
 
 logger = logging.getLogger("memory.metrics")
@@ -64,6 +66,8 @@ class MemoryState:
         default_factory=lambda: dict.fromkeys(quotas.KINDS, 0.0))
     quotas_near_limit: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(quotas.KINDS, 0))
+    recall_backlog_entries: int = 0
+    recall_lag_seconds: float = 0.0
 
 
 def _heads() -> Iterator[tuple[str, datetime, int | None, int | None, datetime | None]]:
@@ -120,6 +124,15 @@ def memory_state() -> MemoryState:
         lag = max(heads[project_id] - mirrored, 0)
         state.mirror_lag_entries = max(state.mirror_lag_entries, lag)
         state.mirrors_behind += lag > 0
+    # Recall's index (memory.recall): what the indexer has not reached yet, and
+    # for how long. An entry's created_at is the append's time here: imports
+    # are indexed like appends, so an import's old times would only show as
+    # a lag while the indexer works through it.
+    if settings.RECALL_MODEL != "off":
+        entries, oldest = indexer.backlog(vectors.embedder().model_id)
+        state.recall_backlog_entries = entries
+        if oldest is not None:
+            state.recall_lag_seconds = max((now - oldest).total_seconds(), 0.0)
     for quota in ProjectQuota.objects.only("kind", "used_bytes", "limit_mib").iterator():
         ratio = quota.used_bytes / quotas.limit_bytes(quota)
         state.quota_use_ratio[quota.kind] = max(state.quota_use_ratio[quota.kind], ratio)
@@ -164,6 +177,13 @@ class MemoryStateCollector(Collector):
                      "Longest time since a project with entries after its newest checkpoint "
                      "took that checkpoint (or began, without one)",
                      state.checkpoint_age_seconds)
+        yield _gauge("gedweb_recall_backlog_entries",
+                     "Entries the recall indexer has not given a vector yet",
+                     state.recall_backlog_entries)
+        yield _gauge("gedweb_recall_lag_seconds",
+                     "Time since the oldest entry the recall indexer has not reached was "
+                     "appended (0 when it is caught up)",
+                     state.recall_lag_seconds)
         use = GaugeMetricFamily("gedweb_quota_use_ratio",
                                 "Highest share of a quota used by one project", labels=["kind"])
         near = GaugeMetricFamily("gedweb_quota_projects_near_limit",

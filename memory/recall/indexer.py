@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -193,11 +194,25 @@ def rebuild(project: Project | None, model: str) -> None:
         progress.update(through_seq=0, updated_at=timezone.now())
 
 
+def _cursor_id(model: str) -> int:
+    cursor = RecallCursor.objects.filter(model=model).values_list("through_id", flat=True)
+    return int(next(iter(cursor), 0))
+
+
 def pending(model: str) -> int:
     """Entries appended after the cursor of this model: the follower's backlog."""
-    cursor = RecallCursor.objects.filter(model=model).values_list("through_id", flat=True)
-    through_id = next(iter(cursor), 0)
-    return int(MemoryEntry.objects.filter(id__gt=through_id).count())
+    return int(MemoryEntry.objects.filter(id__gt=_cursor_id(model)).count())
+
+
+def backlog(model: str) -> tuple[int, datetime | None]:
+    """The follower's backlog and when its oldest entry was appended (None when there is none).
+
+    Counted by the entries' primary key past the cursor: at most a batch or
+    two while the indexer keeps up.
+    """
+    after = MemoryEntry.objects.filter(id__gt=_cursor_id(model))
+    oldest = after.order_by("id").values_list("created_at", flat=True).first()
+    return (int(after.count()) if oldest is not None else 0), oldest
 
 
 def head_seq(project: Project) -> int:

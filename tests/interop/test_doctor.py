@@ -127,6 +127,9 @@ def test_a_healthy_project_passes_every_check(healthy):
         "ok   alpha: ledger (8 records, every trust-bearing row on it)",
         "ok   alpha: skills (1 skill, 1 verified)",
         "ok   alpha: token-names (no token writes as GedWeb's own authors)",
+        "ok   alpha: recall-index (0 entries indexed by hashing-1024-v1; 3 entries without "
+        "a vector yet (the indexer follows the record; manage.py memory index --project "
+        "alpha))",
     ]
 
 

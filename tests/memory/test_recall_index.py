@@ -231,6 +231,46 @@ def test_the_purge_takes_the_vectors_bytes_out_of_the_sqlite_file_and_wal(live_d
         assert result.purge["vacuum"] == "VACUUM memory_memoryentry"
 
 
+def _doctor_recall(project: Any) -> Any:
+    from governance.doctor import check_recall_index
+
+    return check_recall_index(project)
+
+
+def test_doctor_finds_a_vector_of_a_redacted_entry_and_a_stale_one(alpha):
+    _append(alpha.project, "orders stay on postgresql")
+    leaked = _append(alpha.project, "the staging box opens to quokka lantern seven")
+    _append(alpha.project, "not indexed yet")
+    indexer.follow_once(vectors.embedder(), batch=2)
+    outcome = _doctor_recall(alpha.project)
+    assert outcome.ok
+    assert outcome.summary.startswith("2 entries indexed by hashing-1024-v1; 1 entry without")
+    stored = EntryVector.objects.get(entry=leaked)
+    memory_entry_redact(project=alpha.project, seq=leaked.seq, reason="a passphrase",
+                        by="user:olga")
+    # Put back behind GedWeb's back: a copy of the content's meaning that outlived it.
+    stored.save(force_insert=True)
+    first = EntryVector.objects.get(entry__seq=1, project=alpha.project)
+    EntryVector.objects.filter(pk=first.pk).update(content_sha256="0" * 64)
+    problems = _doctor_recall(alpha.project).problems
+    assert problems == [
+        "entry #1's recall vector was made from another text than the entry holds: run "
+        "manage.py memory index --project alpha --rebuild",
+        f"entry #{leaked.seq} is redacted but keeps a recall vector: run manage.py memory "
+        "index --project alpha --rebuild",
+    ]
+    call_command("memory", "index", "--project", "alpha", "--rebuild", stdout=io.StringIO(),
+                 stderr=io.StringIO())
+    after = _doctor_recall(alpha.project)
+    assert after.ok and after.summary.startswith("3 entries indexed")
+
+
+def test_doctor_says_when_recall_by_meaning_is_off(alpha, settings):
+    settings.RECALL_MODEL = "off"
+    assert _doctor_recall(alpha.project).summary == (
+        "recall by meaning is off (GEDWEB_RECALL_MODEL)")
+
+
 # --- the lease ---------------------------------------------------------------------------
 
 

@@ -257,6 +257,24 @@ def test_mirror_lag_shows_entries_the_mirror_lacks_until_it_catches_up(
 
 
 @committed
+def test_the_recall_backlog_shows_what_the_indexer_has_not_reached(
+    alpha: ProjectWithToken,
+) -> None:
+    from memory.recall import indexer, vectors
+
+    append(alpha)
+    append(alpha, "Later.")
+    behind = scrape()
+    assert value(behind, "gedweb_recall_backlog_entries") == 2
+    assert value(behind, "gedweb_recall_lag_seconds") > 0
+    while indexer.follow_once(vectors.embedder()).seen:
+        pass
+    caught_up = scrape()
+    assert value(caught_up, "gedweb_recall_backlog_entries") == 0
+    assert value(caught_up, "gedweb_recall_lag_seconds") == 0
+
+
+@committed
 def test_a_mirror_that_must_be_rebuilt_lags_by_the_whole_record(
     alpha: ProjectWithToken, memory_root: Path,
 ) -> None:
