@@ -37,8 +37,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from memory import mirror, quotas
-from memory.recall import indexer, vectors
 from memory.models import ChainCheckpoint, MemoryEntry, Project, ProjectQuota
+from memory.recall import indexer, vectors
 
 logger = logging.getLogger("memory.metrics")
 
