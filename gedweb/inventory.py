@@ -147,6 +147,18 @@ ARTIFACTS: list[dict[str, Any]] = [
         ),
     },
     {
+        "artifact": "memory.DocumentVector",
+        "storage": "database",
+        "producer": "memory.recall.indexer (index_revision: the follower and `memory index`)",
+        "consumers": ["memory.recall.documents (recall's document sections)"],
+        "authority": "projection",
+        "lifecycle": (
+            "derived from a document's current revision, cut at its headings: one row per "
+            "section with its int8 vector; a newer revision's replace them; rebuilt by "
+            "`memory index --rebuild`"
+        ),
+    },
+    {
         "artifact": "memory.RecallCursor",
         "storage": "database",
         "producer": "memory.recall.indexer.follow_once (with each batch of vectors)",

@@ -190,7 +190,8 @@ def recalled_memory(project: Project, task: str, budget: int) -> Recalled:
     used = 0
     for hit in result.hits:
         entry = hit.entry
-        if entry.is_redacted:
+        # Documents are in the bundle's own frames already; a redacted entry has no text.
+        if entry is None or entry.is_redacted:
             continue
         line = (memory_line_prefix(entry.seq, entry.category, entry.source)
                 + " ".join(entry.content.split()))

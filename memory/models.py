@@ -39,6 +39,7 @@ from memory.validators import (
 __all__ = [
     "ChainCheckpoint",
     "DocumentRevision",
+    "DocumentVector",
     "EntryVector",
     "MemoryCandidate",
     "MemoryEntry",
@@ -592,6 +593,42 @@ class EntryVector(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id}#{self.seq} ({self.model})"
+
+
+class DocumentVector(models.Model):
+    """One section of a document's current revision, embedded for recall (docs/recall.md).
+
+    Derived like EntryVector: the indexer splits a revision at its Markdown
+    headings and embeds each section; a newer revision's sections replace an
+    older one's. ``heading`` and ``start``/``end`` (character offsets into
+    the revision's content) name the section a recall shows.
+    """
+
+    revision = models.ForeignKey(DocumentRevision, on_delete=models.CASCADE,
+                                 related_name="vectors")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, db_index=False,
+                                related_name="+")
+    path = models.CharField(max_length=160)
+    section = models.PositiveIntegerField()
+    heading = models.TextField(blank=True)
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    model = models.CharField(max_length=64)
+    content_sha256 = models.CharField(max_length=64)
+    vector = models.BinaryField()
+    scale = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["revision", "section"],
+                                    name="memory_documentvector_unique_section"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "model", "path"], name="memory_docvector_project"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.path} section {self.section} ({self.model})"
 
 
 class RecallCursor(models.Model):

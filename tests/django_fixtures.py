@@ -215,6 +215,7 @@ def purge_append_only_tables() -> None:
         cursor.execute("DELETE FROM memory_memorycandidate")
         # Recall's derived rows reference entries.
         cursor.execute("DELETE FROM memory_entryvector")
+        cursor.execute("DELETE FROM memory_documentvector")
         cursor.execute("DELETE FROM memory_recallprogress")
         cursor.execute("DELETE FROM memory_recallcursor")
         for table in tables:

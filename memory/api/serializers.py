@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from gedweb.api.serializers import (
@@ -24,8 +24,8 @@ from gedweb.api.serializers import (
 )
 from gedweb.lib.ids import CATEGORY, PROJECT_ID
 from gedweb.validation import validate_text
-from memory.models import MemoryEntry
-from memory.recall import ranking
+from memory.models import MemoryEntry, format_timestamp
+from memory.recall import documents, ranking
 from memory.validators import (
     validate_category,
     validate_content,
@@ -226,8 +226,39 @@ class RecallItemSerializer(EntrySerializer):
 
     @classmethod
     def render_hit(cls, hit: ranking.Hit) -> dict[str, Any]:
+        ranks = {"keyword": hit.keyword_rank, "semantic": hit.semantic_rank}
+        if hit.document is not None:
+            return RecallDocumentSerializer.render_section(hit.document, hit.score, ranks)
+        assert hit.entry is not None  # a hit is an entry or a document section
         return {**EntrySerializer.render(hit.entry), "kind": "entry", "score": hit.score,
-                "ranks": {"keyword": hit.keyword_rank, "semantic": hit.semantic_rank}}
+                "ranks": ranks}
+
+
+class RecallSectionSerializer(serializers.Serializer[Any]):
+    index = serializers.IntegerField(min_value=0, help_text="0 for the first section")
+    heading = serializers.CharField(help_text='its heading\'s text; "" before the first one')
+    text = serializers.CharField(help_text="the section, at most 2,000 characters")
+
+
+class RecallDocumentSerializer(serializers.Serializer[Any]):
+    # A section of a document's current revision that recall ranked.
+    kind = serializers.ChoiceField(choices=["document"])
+    path = serializers.CharField()
+    revision = serializers.IntegerField(min_value=1)
+    author = serializers.CharField()
+    created_at = serializers.CharField(help_text="when this revision was written")
+    section = RecallSectionSerializer()
+    score = serializers.FloatField()
+    ranks = RecallRanksSerializer()
+
+    @staticmethod
+    def render_section(hit: documents.SectionHit, score: float,
+                       ranks: dict[str, int | None]) -> dict[str, Any]:
+        revision = hit.revision
+        return {"kind": "document", "path": revision.path, "revision": revision.revision,
+                "author": revision.author, "created_at": format_timestamp(revision.created_at),
+                "section": {"index": hit.section, "heading": hit.heading, "text": hit.text},
+                "score": score, "ranks": ranks}
 
 
 class RecallIndexSerializer(serializers.Serializer[Any]):
@@ -237,8 +268,17 @@ class RecallIndexSerializer(serializers.Serializer[Any]):
     head_seq = serializers.IntegerField(min_value=0, help_text="the project's newest seq")
 
 
+@extend_schema_field(PolymorphicProxySerializer(
+    component_name="RecallHit", serializers=[RecallItemSerializer, RecallDocumentSerializer],
+    resource_type_field_name="kind", many=False))
+class RecallHitField(serializers.DictField):
+    pass
+
+
 class RecallSerializer(serializers.Serializer[Any]):
-    items = RecallItemSerializer(many=True)
+    items = serializers.ListField(child=RecallHitField(), help_text=(
+        'entries (kind "entry") and sections of documents\' current revisions '
+        '(kind "document"), best first'))
     mode = serializers.ChoiceField(choices=list(ranking.MODES),
                                    help_text="the mode that answered")
     index = RecallIndexSerializer()

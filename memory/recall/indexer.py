@@ -37,7 +37,16 @@ from django.utils import timezone
 from gedweb.embedding import Embedder
 from gedweb.lib.chain import is_redacted
 from gedweb.lib.digest import sha256_text
-from memory.models import EntryVector, MemoryEntry, Project, RecallCursor, RecallProgress
+from gedweb.lib.sections import markdown_sections
+from memory.models import (
+    DocumentRevision,
+    DocumentVector,
+    EntryVector,
+    MemoryEntry,
+    Project,
+    RecallCursor,
+    RecallProgress,
+)
 from memory.recall.vectors import quantise
 
 logger = logging.getLogger(__name__)
@@ -132,6 +141,72 @@ def _advance(rows: list[Row], model: str) -> None:
                                                                  updated_at=now)
 
 
+# --- documents ---------------------------------------------------------------------------
+
+# A section's first characters are what the model reads (it stops at 256
+# tokens); the rest stays searchable by keyword.
+SECTION_CHARS = 2_000
+DOCUMENT_BATCH = 8
+
+
+def documents_cursor_key(model: str) -> str:
+    """The RecallCursor row of a model's document revisions (entries use the model id)."""
+    return f"documents:{model}"[:64]
+
+
+def index_revision(revision: DocumentRevision, embedder: Embedder) -> int:
+    """Embed the revision's sections and make them its document's vectors; 0 if superseded.
+
+    An older revision's sections are deleted in the same transaction: only
+    a document's current revision is recalled.
+    """
+    parts = markdown_sections(revision.content)
+    texts = [revision.content[part.start:part.end][:SECTION_CHARS] for part in parts]
+    embedded = quantise(embedder.embed(texts)) if texts else []
+    with transaction.atomic():
+        newer = DocumentRevision.objects.filter(project_id=revision.project_id,
+                                                path=revision.path,
+                                                revision__gt=revision.revision)
+        if newer.exists():
+            return 0
+        DocumentVector.objects.filter(project_id=revision.project_id,
+                                      path=revision.path).delete()
+        DocumentVector.objects.bulk_create([
+            DocumentVector(revision=revision, project_id=revision.project_id, path=revision.path,
+                           section=index, heading=part.heading[:500], start=part.start,
+                           end=part.end, model=embedder.model_id,
+                           content_sha256=sha256_text(text), vector=vector, scale=scale)
+            for index, (part, text, (vector, scale)) in enumerate(zip(parts, texts, embedded))
+        ])
+    return len(parts)
+
+
+def follow_documents_once(embedder: Embedder, batch: int = DOCUMENT_BATCH) -> BatchResult:
+    """Index the next document revisions written after the model's documents cursor."""
+    key = documents_cursor_key(embedder.model_id)
+    cursor, _ = RecallCursor.objects.get_or_create(model=key)
+    revisions = list(DocumentRevision.objects.filter(id__gt=cursor.through_id)
+                     .order_by("id")[:batch])
+    result = BatchResult(seen=len(revisions), last_id=cursor.through_id)
+    for revision in revisions:
+        result.indexed += index_revision(revision, embedder) > 0
+        result.last_id = revision.pk
+        RecallCursor.objects.filter(pk=key).update(through_id=revision.pk,
+                                                   updated_at=timezone.now())
+    return result
+
+
+def backfill_documents(project: Project, embedder: Embedder) -> int:
+    """Give every current document revision of the project its sections' vectors, if missing."""
+    done = 0
+    indexed = set(DocumentVector.objects.filter(project=project, model=embedder.model_id)
+                  .values_list("revision_id", flat=True))
+    for revision in DocumentRevision.objects.for_project(project).current().order_by("path"):
+        if revision.pk not in indexed:
+            done += index_revision(revision, embedder) > 0
+    return done
+
+
 def follow_once(embedder: Embedder, batch: int = BATCH) -> BatchResult:
     """Index the next batch of entries appended after the model's cursor."""
     cursor, _ = RecallCursor.objects.get_or_create(model=embedder.model_id)
@@ -188,6 +263,13 @@ def rebuild(project: Project | None, model: str) -> None:
             RecallCursor.objects.filter(model=model).update(through_id=0,
                                                             updated_at=timezone.now())
         vectors.delete()
+        documents = DocumentVector.objects.all()
+        if project is not None:
+            documents = documents.filter(project=project)
+        else:
+            RecallCursor.objects.filter(model=documents_cursor_key(model)).update(
+                through_id=0, updated_at=timezone.now())
+        documents.delete()
         # Every process's matrix of these projects is dropped at its next recall.
         RecallProgress.objects.filter(
             project__in=progress.values("project")).update(generation=F("generation") + 1)

@@ -26,13 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from gedweb.embedding import EmbedderUnavailable
+from gedweb.embedding import EmbedderUnavailable, Vectors
 from memory.models import MemoryEntry, Project
-from memory.recall import keyword, vectors
+from memory.recall import documents, keyword, vectors
 from memory.recall.indexer import head_seq
 
 MODES = ("hybrid", "semantic", "keyword")
@@ -55,10 +56,13 @@ CANDIDATES = 100
 
 @dataclass
 class Hit:
-    entry: MemoryEntry
+    """An entry, or a section of a document's current revision."""
+
+    entry: MemoryEntry | None
     score: float
     keyword_rank: int | None
     semantic_rank: int | None
+    document: documents.SectionHit | None = None
 
 
 @dataclass
@@ -73,7 +77,7 @@ class RecallResult:
     candidates: dict[str, int] = field(default_factory=dict)
 
 
-def _normalised(scores: dict[int, float]) -> dict[int, float]:
+def _normalised(scores: dict[Any, float]) -> dict[Any, float]:
     if not scores:
         return {}
     low, high = min(scores.values()), max(scores.values())
@@ -103,22 +107,30 @@ def semantic_weight(text: str) -> float:
     return SEMANTIC_WEIGHT
 
 
-def blend(semantic: dict[int, float], keyword_scores: dict[int, float],
-          weight: float | None = None) -> dict[int, float]:
-    """The hybrid score of every candidate: weighted min-max-normalised scores, 0 where absent."""
+def blend(semantic: dict[Any, float], keyword_scores: dict[Any, float],
+          weight: float | None = None,
+          keyword_more: dict[Any, float] | None = None) -> dict[Any, float]:
+    """The hybrid score of every candidate: weighted min-max-normalised scores, 0 where absent.
+
+    ``keyword_more`` is a second keyword list on a scale of its own (the
+    documents' bm25), normalised on its own before it joins the first.
+    """
     weight = SEMANTIC_WEIGHT if weight is None else weight
-    sem, kw = _normalised(semantic), _normalised(keyword_scores)
+    sem = _normalised(semantic)
+    kw = {**_normalised(keyword_scores), **_normalised(keyword_more or {})}
     return {key: weight * sem.get(key, 0.0) + (1 - weight) * kw.get(key, 0.0)
             for key in sem.keys() | kw.keys()}
 
 
-def _semantic(project: Project, text: str, allowed: npt.NDArray[np.int64] | None,
+Key = int | tuple[str, str, int]  # an entry's id, or ("document", path, section)
+
+
+def _semantic(project: Project, query: Vectors, allowed: npt.NDArray[np.int64] | None,
               excluded: npt.NDArray[np.int64], count: int,
               ) -> tuple[list[tuple[int, float]], Callable[[list[int]], dict[int, float]]]:
     """The best ``count`` (id, cosine) pairs, and the cosine of any other entry kept."""
     embedder = vectors.embedder()
     progress = vectors.progress_of(project, embedder.model_id)
-    query = embedder.embed([text])[0]
     matrix = vectors.project_matrix(project, embedder.model_id, embedder.dimension, progress)
     ids = matrix.ids[: matrix.size]
     scores = matrix.scores(query)
@@ -145,10 +157,26 @@ def _no_cosines(entry_ids: list[int]) -> dict[int, float]:
     return {}
 
 
+def _order(scores: dict[Key, float]) -> list[Key]:
+    """Best first; ties by entry id, entries before document sections."""
+    return sorted(scores, key=lambda key: (-scores[key], isinstance(key, tuple),
+                                           key if isinstance(key, int) else 0, str(key)))
+
+
+def _ranks(scores: dict[Key, float]) -> dict[Key, int]:
+    return {key: rank for rank, key in enumerate(_order(scores), 1)}
+
+
 def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid",
            view: str = "current", category: str | None = None, source: str | None = None,
            since: datetime | None = None, until: datetime | None = None) -> RecallResult:
-    """The project's entries that best answer ``text``, best first (values already validated)."""
+    """The entries and document sections that best answer ``text``, best first.
+
+    Values are already validated. Documents are ranked beside entries unless
+    a category or source is asked for (documents have neither); their
+    keyword scores are normalised on their own list, since bm25 here and the
+    database's are on different scales, and their cosines share the entries'.
+    """
     from memory.selectors import entry_filter, entry_list
 
     current = view == "current"
@@ -157,9 +185,16 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
     count = max(CANDIDATES, 5 * limit)
     embedder = vectors.embedder()
     degraded: str | None = None
+    query: Vectors | None = None
     semantic_best: list[tuple[int, float]] = []
     cosine: Callable[[list[int]], dict[int, float]] = _no_cosines
     if mode != "keyword":
+        try:
+            query = embedder.embed([text])[0]
+        except EmbedderUnavailable as error:
+            degraded = f"recall by meaning is unavailable: {error}"
+            mode = "keyword"
+    if query is not None:
         filtering = any(value is not None for value in (category, source, since, until))
         allowed = (np.fromiter(filtered.values_list("id", flat=True), np.int64)
                    if filtering else None)
@@ -167,37 +202,58 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
                                 .filter(corrects__isnull=False)
                                 .values_list("corrects_id", flat=True), np.int64)
                     if current else np.zeros(0, np.int64))
-        try:
-            semantic_best, cosine = _semantic(project, text, allowed, excluded, count)
-        except EmbedderUnavailable as error:
-            degraded = f"recall by meaning is unavailable: {error}"
-            mode = "keyword"
+        semantic_best, cosine = _semantic(project, query, allowed, excluded, count)
     progress = vectors.progress_of(project, embedder.model_id)
     head = head_seq(project)
     keyword_best = (keyword.rank(filtered, project_id=project.pk, text=text, limit=count,
                                  project_size=head)
                     if mode != "semantic" else [])
+    sections: dict[tuple[str, str, int], documents.SectionHit] = {}
+    section_cosines: dict[Any, float] = {}
+    section_keyword: dict[Any, float] = {}
+    if category is None and source is None:
+        sections, section_cosines, section_keyword = documents.rank(
+            project, text, query, embedder.model_id, keyword=mode != "semantic",
+            since=since, until=until)
 
-    semantic_ranks = {entry_id: rank for rank, (entry_id, _) in enumerate(semantic_best, 1)}
-    keyword_ranks = {entry_id: rank for rank, (entry_id, _) in enumerate(keyword_best, 1)}
+    semantic_all: dict[Key, float] = {**dict(semantic_best), **section_cosines}
+    semantic_ranks = _ranks(semantic_all)
+    entry_keyword: dict[Key, float] = dict(keyword_best)
+    document_keyword: dict[Key, float] = dict(section_keyword)
+    keyword_ranks = {**_ranks(entry_keyword), **_ranks(document_keyword)}
+    scores: dict[Key, float]
     if mode == "semantic":
-        scores = dict(semantic_best)
+        scores = semantic_all
     elif mode == "keyword":
-        scores = dict(keyword_best)
+        scores = {**_normalised(entry_keyword), **_normalised(document_keyword)}
     else:
-        semantic_scores = dict(semantic_best)
+        entry_semantic: dict[int, float] = dict(semantic_best)
         # A keyword candidate the semantic list left out still has a cosine.
-        semantic_scores.update(cosine([i for i in keyword_ranks if i not in semantic_ranks]))
-        scores = blend(semantic_scores, dict(keyword_best), semantic_weight(text))
-    order = sorted(scores, key=lambda entry_id: (-scores[entry_id], entry_id))
+        entry_semantic.update(cosine([key for key, _ in keyword_best
+                                      if key not in entry_semantic]))
+        scores = blend({**entry_semantic, **section_cosines}, dict(keyword_best),
+                       semantic_weight(text), keyword_more=dict(section_keyword))
+    order = _order(scores)
+    wanted = [key for key in order[: limit * 2 + 10] if isinstance(key, int)]
     rows = {entry.pk: entry for entry in entry_list(
         project=project, category=category, source=source, since=since, until=until,
-        current=current).filter(id__in=order[: limit * 2 + 10])}
-    hits = [Hit(rows[entry_id], round(scores[entry_id], 6), keyword_ranks.get(entry_id),
-                semantic_ranks.get(entry_id))
-            for entry_id in order if entry_id in rows][:limit]
+        current=current).filter(id__in=wanted)}
+    hits: list[Hit] = []
+    for key in order:
+        if len(hits) == limit:
+            break
+        if isinstance(key, int):
+            if key not in rows:
+                continue
+            hit = Hit(rows[key], round(scores[key], 6), keyword_ranks.get(key),
+                      semantic_ranks.get(key))
+        else:
+            hit = Hit(None, round(scores[key], 6), keyword_ranks.get(key),
+                      semantic_ranks.get(key), document=sections[key])
+        hits.append(hit)
     return RecallResult(
         hits=hits, mode=mode, model=embedder.model_id,
         through_seq=progress.through_seq if progress is not None else 0,
         head_seq=head, degraded=degraded,
-        candidates={"semantic": len(semantic_best), "keyword": len(keyword_best)})
+        candidates={"semantic": len(semantic_best), "keyword": len(keyword_best),
+                    "sections": len(sections)})

@@ -333,3 +333,67 @@ def test_the_semantic_weight_is_linear_in_a_hostile_text():
 def test_blend_weighs_normalised_scores():
     blended = ranking.blend({1: 0.9, 2: 0.5, 3: 0.1}, {2: 8.0, 4: 2.0}, 0.75)
     assert blended == pytest.approx({1: 0.75, 2: 0.75 * 0.5 + 0.25, 3: 0.0, 4: 0.0})
+
+
+# --- documents ------------------------------------------------------------------------------
+
+ADR = """# ADR 0007: Queue
+
+Context first.
+
+## Decision
+
+Background jobs move from cron to a Redis queue served by rq workers.
+
+## Consequences
+
+The kestrel dashboard shows the queue depth.
+"""
+
+
+def _put(project: Any, path: str, content: str, expected: int | None = None) -> None:
+    from memory.documents import document_put
+
+    document_put(project=project, path=path, content=content, author="agent",
+                 expected_revision=expected)
+
+
+def _index_documents() -> None:
+    while indexer.follow_documents_once(vectors.embedder()).seen:
+        pass
+
+
+def test_a_documents_matching_section_is_recalled_beside_entries(notes):
+    _put(notes["project"], "adr/0007-queue.md", ADR)
+    _follow()
+    _index_documents()
+    for mode in ("hybrid", "semantic", "keyword"):
+        body = _recall(notes["token"], q="background jobs redis queue workers", mode=mode).json()
+        documents = [item for item in body["items"] if item["kind"] == "document"]
+        assert documents, mode
+        first = documents[0]
+        assert (first["path"], first["revision"]) == ("adr/0007-queue.md", 1)
+        assert first["section"]["heading"] == "Decision"
+        assert first["section"]["text"].startswith("## Decision\n\nBackground jobs move")
+        assert first["author"] == "agent" and first["created_at"]
+        assert set(first) == {"kind", "path", "revision", "author", "created_at", "section",
+                              "score", "ranks"}
+    # A category or source filter names entries only.
+    body = _recall(notes["token"], q="background jobs redis queue", category="decision").json()
+    assert {item["kind"] for item in body["items"]} == {"entry"}
+
+
+def test_only_a_documents_current_revision_is_recalled(notes):
+    _put(notes["project"], "adr/0007-queue.md", ADR)
+    _index_documents()
+    _put(notes["project"], "adr/0007-queue.md",
+         ADR.replace("a Redis queue served by rq workers", "Celery on RabbitMQ"), expected=1)
+    body = _recall(notes["token"], q="rq workers redis", mode="keyword").json()
+    assert not [item for item in body["items"] if item["kind"] == "document"]
+    _index_documents()
+    from memory.models import DocumentVector
+
+    assert set(DocumentVector.objects.values_list("revision__revision", flat=True)) == {2}
+    body = _recall(notes["token"], q="celery rabbitmq", mode="semantic").json()
+    revisions = {item["revision"] for item in body["items"] if item["kind"] == "document"}
+    assert revisions == {2}

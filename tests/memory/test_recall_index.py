@@ -106,7 +106,7 @@ def test_the_command_backfills_rebuilds_and_reports(alpha, beta):
     call_command("memory", "index", stdout=out, stderr=err)
     report = json.loads(out.getvalue())
     assert report == {"model": "hashing-1024-v1", "projects": ["alpha", "beta"], "entries": 5,
-                      "indexed": 5, "rebuilt": False}
+                      "indexed": 5, "documents": 0, "rebuilt": False}
     assert "5/5" in err.getvalue()  # the progress bar's last state
     out = io.StringIO()
     call_command("memory", "index", stdout=out, stderr=io.StringIO())

@@ -266,9 +266,11 @@ class Command(GedWebCommand):
                     bar.update(result.seen)
 
                 indexed += indexer.backfill(behind_project, embedder, on_batch=advanced)
+        documents = sum(indexer.backfill_documents(each, embedder)
+                        for each in ([target] if target else self._projects(None)))
         self.stdout.write(to_json({
             "model": embedder.model_id, "projects": [p.pk for p, _, _ in behind],
-            "entries": total, "indexed": indexed, "rebuilt": rebuild,
+            "entries": total, "indexed": indexed, "documents": documents, "rebuilt": rebuild,
         }))
 
     def _index_follow(self, embedder: Any, interval: float, exit_with_parent: bool) -> None:
@@ -293,9 +295,10 @@ class Command(GedWebCommand):
                     while not stopping and not orphaned() and indexer.lease_held():
                         try:
                             result = indexer.follow_once(embedder)
+                            documents = indexer.follow_documents_once(embedder)
                         except EmbedderUnavailable as error:
                             raise CommandError(f"cannot index: {error}") from None
-                        if not result.seen:
+                        if not result.seen and not documents.seen:
                             time.sleep(interval)
             except indexer.LeaseTaken:
                 time.sleep(max(interval, 2.0))
