@@ -113,6 +113,9 @@ MIRROR_WRITER = _choice("GEDWEB_MIRROR_WRITER", "inline", ("inline", "follower")
 # "minilm" is the shipped model; "hashing" a small deterministic one (the
 # suite's); "off" leaves recall to its keyword ranking, answering degraded.
 RECALL_MODEL = _choice("GEDWEB_RECALL_MODEL", "minilm", ("minilm", "hashing", "off"))
+# Above this many entries, a process keeps a project's vectors as signs only
+# (48 bytes an entry) and scores a shortlist exactly (memory/recall/vectors.py).
+RECALL_EXACT_ROWS = env.int("GEDWEB_RECALL_EXACT_ROWS", default=200_000)
 MEMORY_ROOT = Path(env.str("GEDWEB_MEMORY_ROOT", default=str(DATA_DIR / "bridge-memory"))).resolve()
 
 # prometheus_client's multiprocess mode: gunicorn.conf.py sets the variable

@@ -52,6 +52,8 @@ IDENTIFIER_QUERY_WORDS = 6
 _IDENTIFIER_MARKS = frozenset("0123456789_./:-#")
 # Candidates each ranker brings to the blend, at least.
 CANDIDATES = 100
+# A compact matrix's shortlist, at least, scored exactly from the stored vectors.
+SHORTLIST = 1000
 
 
 @dataclass
@@ -140,6 +142,15 @@ def _semantic(project: Project, query: Vectors, allowed: npt.NDArray[np.int64] |
     if len(excluded):
         keep &= ~np.isin(ids, excluded)
     rows = np.flatnonzero(keep)
+    if matrix.compact:
+        # The estimate shortlists; the stored vectors score the shortlist exactly.
+        shortlist = max(SHORTLIST, 10 * count)
+        if len(rows) > shortlist:
+            rows = rows[np.argpartition(-scores[rows], shortlist - 1)[:shortlist]]
+        exact = vectors.exact_scores([int(ids[row]) for row in rows], query)
+        scores = scores.copy()
+        for row in rows:
+            scores[row] = exact.get(int(ids[row]), -1.0)
     if len(rows) > count:
         rows = rows[np.argpartition(-scores[rows], count - 1)[:count]]
     rows = rows[np.lexsort((ids[rows], -scores[rows]))]
@@ -147,8 +158,11 @@ def _semantic(project: Project, query: Vectors, allowed: npt.NDArray[np.int64] |
 
     def cosine(entry_ids: list[int]) -> dict[int, float]:
         where = np.searchsorted(ids, entry_ids)
-        return {entry_id: float(scores[row]) for entry_id, row in zip(entry_ids, where)
-                if row < len(ids) and ids[row] == entry_id and keep[row]}
+        kept = [entry_id for entry_id, row in zip(entry_ids, where)
+                if row < len(ids) and ids[row] == entry_id and keep[row]]
+        if matrix.compact:
+            return vectors.exact_scores(kept, query)
+        return {entry_id: float(scores[np.searchsorted(ids, entry_id)]) for entry_id in kept}
 
     return best, cosine
 

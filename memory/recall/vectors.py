@@ -66,16 +66,36 @@ class Matrix:
     size: int
     ids: npt.NDArray[np.int64]
     seqs: npt.NDArray[np.int64]
-    vectors: npt.NDArray[np.int8]
+    vectors: npt.NDArray[Any]  # int8 rows; packed signs (uint8) when compact
     scales: npt.NDArray[np.float32]
     # Vectors past the project's through_seq were loaded: rows may still
     # arrive below them, so the next recall reloads the matrix whole.
     gapped: bool = False
+    # A project of more than GEDWEB_RECALL_EXACT_ROWS entries keeps each
+    # vector's signs only (1 bit a dimension, ``vectors`` then holds the
+    # packed bits): 48 bytes an entry for the model's 384 dimensions instead
+    # of 384, so a million entries take about 70 MB a worker. Its recall
+    # shortlists by Hamming distance and scores the shortlist exactly from
+    # the stored vectors (memory.recall.ranking).
+    compact: bool = False
 
     @classmethod
     def empty(cls, model: str, stamp: tuple[int, int], dimension: int) -> Matrix:
         return cls(model, stamp, 0, np.zeros(0, np.int64), np.zeros(0, np.int64),
                    np.zeros((0, dimension), np.int8), np.zeros(0, np.float32))
+
+    def _row(self, vector: bytes) -> npt.NDArray[Any]:
+        values = np.frombuffer(vector, dtype=np.int8)
+        return np.packbits(values > 0) if self.compact else values
+
+    def compacted(self) -> Matrix:
+        """The same rows, signs only (see ``compact``)."""
+        if self.compact:
+            return self
+        bits = np.zeros((len(self.ids), -(-self.vectors.shape[1] // 8)), np.uint8)
+        bits[: self.size] = np.packbits(self.vectors[: self.size] > 0, axis=1)
+        return Matrix(self.model, self.stamp, self.size, self.ids, self.seqs, bits,
+                      self.scales, self.gapped, compact=True)
 
     @property
     def last_seq(self) -> int:
@@ -84,23 +104,38 @@ class Matrix:
     def extended(self, rows: list[tuple[int, int, bytes, float]], gapped: bool) -> Matrix:
         if not rows:
             return Matrix(self.model, self.stamp, self.size, self.ids, self.seqs,
-                          self.vectors, self.scales, gapped)
+                          self.vectors, self.scales, gapped, self.compact)
         size = self.size + len(rows)
         ids, seqs, vectors, scales = self.ids, self.seqs, self.vectors, self.scales
         if size > len(ids):
             capacity = max(size, 2 * len(ids), 256)
             ids, seqs = np.resize(ids, capacity), np.resize(seqs, capacity)
             scales = np.resize(scales, capacity)
-            grown = np.zeros((capacity, vectors.shape[1]), np.int8)
+            grown = np.zeros((capacity, vectors.shape[1]), vectors.dtype)
             grown[: self.size] = vectors[: self.size]
             vectors = grown
         for offset, (entry_id, seq, vector, scale) in enumerate(rows, start=self.size):
             ids[offset], seqs[offset], scales[offset] = entry_id, seq, scale
-            vectors[offset] = np.frombuffer(vector, dtype=np.int8)
-        return Matrix(self.model, self.stamp, size, ids, seqs, vectors, scales, gapped)
+            vectors[offset] = self._row(vector)
+        return Matrix(self.model, self.stamp, size, ids, seqs, vectors, scales, gapped,
+                      self.compact)
 
     def scores(self, query: Vectors) -> npt.NDArray[np.float32]:
-        """The cosine of every row with a unit query vector."""
+        """Every row's cosine with a unit query vector; compact: an estimate that orders alike.
+
+        A compact row's estimate is cos(pi x Hamming distance / dimensions)
+        between its signs and the query's, the angle that many differing
+        signs suggest.
+        """
+        if self.compact:
+            signs = np.packbits(query > 0)
+            dimensions = len(query)
+            out = np.empty(self.size, np.float32)
+            for start in range(0, self.size, _BLOCK_ROWS):
+                stop = min(start + _BLOCK_ROWS, self.size)
+                differ = np.bitwise_count(self.vectors[start:stop] ^ signs).sum(axis=1)
+                out[start:stop] = np.cos(np.pi * differ / dimensions)
+            return out
         out = np.empty(self.size, np.float32)
         for start in range(0, self.size, _BLOCK_ROWS):
             stop = min(start + _BLOCK_ROWS, self.size)
@@ -130,15 +165,29 @@ def project_matrix(project: Project, model: str, dimension: int,
         matrix = Matrix.empty(model, stamp, dimension)
     rows = [(entry_id, seq, bytes(vector), scale) for entry_id, seq, vector, scale
             in EntryVector.objects.filter(project=project, model=model, seq__gt=matrix.last_seq)
-            .order_by("seq").values_list("entry_id", "seq", "vector", "scale")]
+            .order_by("seq").values_list("entry_id", "seq", "vector", "scale")
+            .iterator(chunk_size=10_000)]
     last = rows[-1][1] if rows else matrix.last_seq
     matrix = matrix.extended(rows, gapped=last > through_seq)
+    if matrix.size > settings.RECALL_EXACT_ROWS:
+        matrix = matrix.compacted()
     with _matrices_lock:
         _matrices[key] = matrix
         _matrices.move_to_end(key)
         while len(_matrices) > _CACHED_PROJECTS:
             _matrices.popitem(last=False)
     return matrix
+
+
+def exact_scores(entry_ids: list[int], query: Vectors) -> dict[int, float]:
+    """The exact cosines of these entries' stored vectors with the query (a compact matrix's)."""
+    found: dict[int, float] = {}
+    for start in range(0, len(entry_ids), 1000):
+        for entry_id, vector, scale in EntryVector.objects.filter(
+                entry_id__in=entry_ids[start:start + 1000]).values_list("entry_id", "vector",
+                                                                        "scale"):
+            found[entry_id] = float(dequantise(bytes(vector), scale) @ query)
+    return found
 
 
 def progress_of(project: Project, model: str) -> RecallProgress | None:

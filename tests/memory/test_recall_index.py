@@ -145,6 +145,35 @@ def test_a_model_change_is_a_new_index_beside_the_old(alpha, settings):
     assert RecallProgress.objects.filter(project=alpha.project).count() == 2
 
 
+def test_a_large_projects_matrix_keeps_signs_and_ranks_as_the_exact_one(alpha, settings):
+    words = ["orders", "postgresql", "replica", "celery", "windows", "upload", "nginx",
+             "deploy", "migrations", "staging", "vpn", "redis", "cache", "queue", "worker"]
+    for index in range(60):
+        picked = [words[(index * 7 + k * 3) % len(words)] for k in range(4)]
+        _append(alpha.project, f"note {index}: " + " ".join(picked))
+    while indexer.follow_once(vectors.embedder()).seen:
+        pass
+    questions = ["orders replica postgresql", "celery worker windows", "nginx upload deploy"]
+    exact = {q: [(h.entry.seq, h.score) for h in ranking.recall(
+        project=alpha.project, text=q, mode="semantic", limit=10).hits] for q in questions}
+    settings.RECALL_EXACT_ROWS = 50
+    vectors.forget_cached()
+    matrix = vectors.project_matrix(alpha.project, vectors.embedder().model_id,
+                                    vectors.embedder().dimension, _progress(alpha.project))
+    assert matrix.compact and matrix.vectors.dtype == np.uint8
+    assert matrix.vectors.shape[1] == vectors.embedder().dimension // 8
+    for question in questions:
+        compact = [(h.entry.seq, h.score) for h in ranking.recall(
+            project=alpha.project, text=question, mode="semantic", limit=10).hits]
+        # The shortlist covers the project: the exact scores and order come back.
+        assert compact == exact[question]
+    # A new entry extends the compact matrix.
+    _append(alpha.project, "zebra crossing zebra")
+    indexer.follow_once(vectors.embedder())
+    hits = ranking.recall(project=alpha.project, text="zebra crossing", mode="semantic").hits
+    assert hits[0].entry.seq == 61
+
+
 # --- redaction reaches the index -----------------------------------------------------------
 
 
