@@ -11,6 +11,7 @@ reject candidates through the services the API and the admin call.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,6 +47,7 @@ from gedweb.web import (
 from memory import documents, exports, selectors, services
 from memory.models import DocumentRevision, Membership, MemoryCandidate, MemoryEntry, Project
 from memory.querysets import seq_order_key
+from memory.recall import keyword, ranking
 from memory.validators import validate_category, validate_source
 
 if TYPE_CHECKING:
@@ -131,17 +133,82 @@ class DateRangeForm(forms.Form):
 
 # How far a filtered timeline counts its matches; past this it says "more than".
 COUNT_CAP = 1000
+# The search box's two ways of matching (GET ``match``): recall's ranking of the
+# entries that best answer the text ("best"), or the entries holding every word,
+# newest first ("exact").
+MATCHES = ("best", "exact")
+# Best matches shown at most: the ranking is the page, there is no pager.
+RECALL_LIMIT = 20
+# A search starting with one of these words, or ending with "?", is a question:
+# without a ``match`` it gets best matches, anything else exact words.
+QUESTION_WORDS = frozenset(
+    "who whom whose what when where why how which does do did is are can could should "
+    "would was were has have".split()
+)
+_QUOTES = "\"'“”‘’«»()[]"
+
+
+def looks_like_question(text: str) -> bool:
+    """Whether a search reads as a question: it ends with "?" or starts with a question word."""
+    words = text.split()
+    if not words:
+        return False
+    if text.rstrip().endswith("?"):
+        return True
+    first = words[0].strip(_QUOTES + ".,:;!").lower()
+    # "what's", "how’s": the word before the apostrophe.
+    first = first.replace("’", "'").split("'")[0]
+    return first in QUESTION_WORDS
+
+
+def _validate_match(value: str) -> None:
+    if value not in MATCHES:
+        raise ValueError(f"match is one of {', '.join(MATCHES)}")
 
 
 @login_required
 def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
-    """The timeline, newest first, with category, source and date filters and full-text search."""
+    """The timeline, newest first, with category, source and date filters, and search.
+
+    The search matches ``exact`` words (every word, newest first, paged) or
+    gives the ``best`` matches (recall: the entries that best answer the text,
+    best first, no pager). Without ``match`` (or with an impossible one) a
+    question gets best matches and anything else exact words, so a link made
+    before the choice existed keeps its meaning.
+    """
     project = project_or_404(request, project_id)
     category = _choice(request, "category", validate_category)
     source = _choice(request, "source", validate_source)
     query = request.GET.get("q", "").strip()[:200]
+    chosen = _choice(request, "match", _validate_match)
+    match = chosen or ("best" if looks_like_question(query) else "exact")
     dates = DateRangeForm(request.GET)
     since, until = dates.bounds()
+    # Every filter in use goes on with the pager's links, so page 2 is page 2 of the same search.
+    days = {name: request.GET[name] for name in ("since", "until")
+            if dates.is_valid() and dates.cleaned_data.get(name)}
+    filters = {k: v for k, v in (("category", category), ("source", source), ("q", query),
+                                 ("match", chosen if query else ""), *days.items()) if v}
+    context = {
+        **project_context(request, project, "memory"),
+        "filters": filters,
+        "category": category,
+        "source": source,
+        "query": query,
+        # How the search shown was answered ("" with no search), and the radio button the
+        # form checks: the choice made, else that way; none on the unsearched timeline.
+        "match": match if query else "",
+        "match_checked": chosen or (match if query else ""),
+        "dates": dates,
+        "count_cap": COUNT_CAP,
+        "snippet_chars": SNIPPET_CHARS,
+        "categories": _facet(project, "category"),
+        "sources": _facet(project, "source"),
+    }
+    if query and match == "best":
+        context.update(_best_matches(project, query, category=category, source=source,
+                                     since=since, until=until))
+        return render(request, "memory/entry_list.html", context)
     entries = selectors.entry_list(
         project=project, category=category, source=source, since=since, until=until,
         q=query or None,
@@ -151,27 +218,50 @@ def entry_list(request: HttpRequest, project_id: str) -> HttpResponse:
     page = keyset_page(entries, "seq", cursor_value(request.GET.get("before")),
                        cursor_value(request.GET.get("after")), PAGE_SIZE,
                        order=seq_order_key(searched=bool(query)))
-    # Every filter in use goes on with the pager's links, so page 2 is page 2 of the same search.
-    days = {name: request.GET[name] for name in ("since", "until")
-            if dates.is_valid() and dates.cleaned_data.get(name)}
-    filters = {k: v for k, v in (("category", category), ("source", source), ("q", query),
-                                 *days.items()) if v}
     # Counted over at most COUNT_CAP + 1 rows, so a common word costs a bounded count.
     matches = entries.order_by()[:COUNT_CAP + 1].count() if filters else None
-    return render(request, "memory/entry_list.html", {
-        **project_context(request, project, "memory"),
-        "page": page,
-        "filters": filters,
-        "category": category,
-        "source": source,
-        "query": query,
-        "dates": dates,
-        "matches": matches,
-        "count_cap": COUNT_CAP,
-        "snippet_chars": SNIPPET_CHARS,
-        "categories": _facet(project, "category"),
-        "sources": _facet(project, "source"),
-    })
+    context.update({"page": page, "matches": matches})
+    if query and not page.items and matches == 0:
+        # Nothing holds every word: the same search by best matches, one click away.
+        context["best_link"] = {**filters, "match": "best"}
+    return render(request, "memory/entry_list.html", context)
+
+
+@dataclass(frozen=True)
+class RecallRow:
+    """One best match as the page shows it: the entry, and which rankers brought it."""
+
+    entry: MemoryEntry
+    by_words: bool
+    by_meaning: bool
+
+
+def _best_matches(project: Project, query: str, *, category: str, source: str,
+                  since: datetime | None, until: datetime | None) -> dict[str, Any]:
+    """The page's context for best matches: recall's hits, and what it says of its index."""
+    # Recall ranks document sections beside entries (memory.recall.documents); this page is
+    # the memory timeline's and shows entries only, so it asks for more hits than it shows.
+    result = selectors.entry_recall(
+        project=project, text=query, limit=ranking.MAX_LIMIT, mode="hybrid", view="current",
+        category=category or None, source=source or None, since=since, until=until,
+    )
+    rows = [RecallRow(hit.entry, hit.keyword_rank is not None, hit.semantic_rank is not None)
+            for hit in result.hits if hit.entry is not None][:RECALL_LIMIT]
+    # The row shows what an entry corrects by seq, as the timeline's annotation gives it.
+    corrected = {row.entry.corrects_id for row in rows if row.entry.corrects_id is not None}
+    seqs = dict(MemoryEntry.objects.filter(pk__in=corrected).values_list("pk", "seq")
+                ) if corrected else {}
+    for row in rows:
+        row.entry.corrects_seq = seqs.get(row.entry.corrects_id)  # type: ignore[attr-defined]
+    return {
+        "recall": rows,
+        "degraded": result.degraded is not None,
+        # Entries past the index's through_seq are found by their words only.
+        "lag": max(result.head_seq - result.through_seq, 0) if result.degraded is None else 0,
+        # Marked in each row: the words of the question, not its stop words.
+        "marked": " ".join(word for word in (w.strip(_QUOTES + ".,:;!?") for w in query.split())
+                           if word.lower() not in keyword.STOP_WORDS),
+    }
 
 
 def _facet(project: Project, field: str) -> list[str]:

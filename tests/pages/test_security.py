@@ -160,12 +160,12 @@ def test_stored_payloads_reach_pages_only_as_inert_text(site):
 
 
 def url_is_ours(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
-    """The page's own form and inputs (search, dates, logout), never agent content."""
+    """The page's own form and inputs (search, match, dates, logout), never agent content."""
     values = dict(attrs)
     if tag == "form":
         return (values.get("action") or "").startswith(("/p/alpha/", "/accounts/"))
     if tag == "input":
-        return values.get("name") in ("q", "since", "until", "csrfmiddlewaretoken")
+        return values.get("name") in ("q", "match", "since", "until", "csrfmiddlewaretoken")
     if tag == "meta":
         return set(values) <= {"charset", "name", "content"} and "http-equiv" not in values
     return False
