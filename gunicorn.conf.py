@@ -82,12 +82,15 @@ def child_exit(server, worker):
 
 # The recall indexer (docs/recall.md): `manage.py memory index --follow`,
 # started beside the workers so that `make run` serves recall by meaning with
-# nothing else to start. Its own process, which nices itself, so embedding
-# never takes a worker's CPU first; restarted if it dies; stopped with the server. Several
-# servers on one database each start one, and the database's lease lets
-# exactly one index at a time (the others wait as standbys).
+# nothing else to start. It runs under gedweb.supervise, which restarts it if
+# it dies and stops it when the server stops (the master's own threads cannot
+# start processes safely while it forks workers: gedweb/supervise.py says
+# why). Started here, in the master's main thread, before any worker exists.
+# The indexer nices itself, so embedding never takes a worker's CPU first.
+# Several servers on one database each start one, and the database's lease
+# lets exactly one index at a time (the others wait as standbys).
 # GEDWEB_RECALL_INDEXER=off when the operator runs it as a service of its own.
-_indexer = {"process": None, "stopping": False}
+_indexer = {"process": None}
 
 
 def _indexer_wanted():
@@ -95,49 +98,26 @@ def _indexer_wanted():
             and os.environ.get("GEDWEB_RECALL_MODEL", "minilm").strip() != "off")
 
 
-def _supervise_indexer(server):
-    import subprocess
-    import sys
-    import time
-
-    command = [sys.executable, str(Path(__file__).resolve().parent / "manage.py"),
-               "memory", "index", "--follow", "--exit-with-parent"]
-    delay = 1.0
-    while not _indexer["stopping"]:
-        started = time.monotonic()
-        process = subprocess.Popen(command)
-        _indexer["process"] = process
-        # Polled, not waited on: gunicorn's SIGCHLD handler reaps every child
-        # of the master (os.waitpid(-1)), ours too, and a blocking wait() here
-        # then never learns of the death; poll() sees the pid gone (ECHILD).
-        while process.poll() is None and not _indexer["stopping"]:
-            time.sleep(0.5)
-        code = process.returncode
-        if _indexer["stopping"]:
-            return
-        # A quick death (a bad setting, a model that cannot load) backs off up to a minute.
-        delay = 1.0 if time.monotonic() - started > 60 else min(delay * 2, 60.0)
-        server.log.warning("recall indexer exited with %s; restarting in %.0f s", code, delay)
-        time.sleep(delay)
-
-
 def when_ready(server):
     if not _indexer_wanted():
         server.log.info("recall indexer: not started (GEDWEB_RECALL_INDEXER or MODEL is off)")
         return
-    import threading
+    import subprocess
+    import sys
 
-    threading.Thread(target=_supervise_indexer, args=(server,), name="recall-indexer",
-                     daemon=True).start()
+    manage = str(Path(__file__).resolve().parent / "manage.py")
+    _indexer["process"] = subprocess.Popen([
+        sys.executable, "-m", "gedweb.supervise", "--name", "recall indexer", "--",
+        sys.executable, manage, "memory", "index", "--follow", "--exit-with-parent",
+    ])
     server.log.info("recall indexer: started (manage.py memory index --follow)")
 
 
 def on_exit(server):
-    _indexer["stopping"] = True
     process = _indexer["process"]
     if process is not None and process.poll() is None:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=15)
         except Exception:
             process.kill()

@@ -269,7 +269,8 @@ class RecallIndexSerializer(serializers.Serializer[Any]):
 
 
 @extend_schema_field(PolymorphicProxySerializer(
-    component_name="RecallHit", serializers=[RecallItemSerializer, RecallDocumentSerializer],
+    component_name="RecallHit",
+    serializers={"entry": RecallItemSerializer, "document": RecallDocumentSerializer},
     resource_type_field_name="kind", many=False))
 class RecallHitField(serializers.DictField):
     pass

@@ -22,10 +22,9 @@ from tests.live_server import LiveGunicorn
 pytestmark = [pytest.mark.live_server, pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def _indexers(server: LiveGunicorn) -> list[int]:
-    """The pids of the indexer processes the server's master started."""
-    master = server.proc.pid
-    found = []
+def _processes() -> dict[int, tuple[int, list[bytes]]]:
+    """pid -> (parent pid, command line) of every process."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -36,9 +35,17 @@ def _indexers(server: LiveGunicorn) -> list[int]:
             continue
         parent = next(int(line.split()[1]) for line in status.splitlines()
                       if line.startswith("PPid:"))
-        if parent == master and b"--follow" in command and b"index" in command:
-            found.append(int(entry.name))
+        found[int(entry.name)] = (parent, command)
     return found
+
+
+def _indexers(server: LiveGunicorn) -> list[int]:
+    """The pids of the indexers the server's master started (under its supervisor)."""
+    processes = _processes()
+    supervisors = {pid for pid, (parent, command) in processes.items()
+                   if parent == server.proc.pid and b"gedweb.supervise" in command}
+    return [pid for pid, (parent, command) in processes.items()
+            if parent in supervisors and b"--follow" in command and b"index" in command]
 
 
 def _wait(condition: Any, seconds: float = 60) -> Any:
