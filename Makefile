@@ -28,12 +28,12 @@ $(BIN)/python: | check-python
 # editable and without dependencies, so nothing unlocked gets in.
 # A changed lock (or pyproject.toml) re-installs on the next target.
 $(VENV)/.installed: $(RUN_LOCK) pyproject.toml | $(BIN)/python
-	$(PIP) install --require-hashes -r $(RUN_LOCK)
+	$(PIP) install --require-hashes --no-deps -r $(RUN_LOCK)
 	$(PIP) install --no-deps -e .
 	@touch $@
 
 $(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml | $(BIN)/python
-	$(PIP) install --require-hashes -r $(DEV_LOCK)
+	$(PIP) install --require-hashes --no-deps -r $(DEV_LOCK)
 	$(PIP) install --no-deps -e .
 	@touch $@ $(VENV)/.installed
 
@@ -45,8 +45,15 @@ node_modules/.installed: package.json package-lock.json
 
 # Re-resolve the lock files from pyproject.toml, keeping every pin that still
 # fits; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves versions on purpose.
+# The locks are complete (every dependency pinned), so they install with
+# --no-deps, which lets them leave out what GedWeb never runs: tokenizers'
+# huggingface-hub (with hf-xet and fsspec), which only its from_pretrained
+# uses to download models. The recall model ships in a package and is read
+# from the disk (gedweb/embedding.py); without the hub client nothing can
+# fetch one, and the install is 20 MB smaller.
 LOCK_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.12 \
-	--generate-hashes pyproject.toml $(LOCK_ARGS)
+	--generate-hashes --no-emit-package huggingface-hub --no-emit-package hf-xet \
+	--no-emit-package fsspec pyproject.toml $(LOCK_ARGS)
 lock: $(VENV)/.installed-dev
 	$(LOCK_COMPILE) -o requirements/base.txt
 	$(LOCK_COMPILE) --extra dev -o requirements/dev.txt
