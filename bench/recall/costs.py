@@ -32,10 +32,10 @@ Each figure is measured on this machine; targets are reported beside them, never
    (VmHWM, reset through /proc/self/clear_refs) while it loads and while a
    query scores it.
 3. **Install growth**: two fresh venvs (``python3.12 -m venv``, ``pip
-   install --require-hashes --no-deps -r``, as the Makefile installs) from requirements/base.txt as it was
-   before recall (``git show 3705969:requirements/base.txt``, read only)
-   and as it is now; their sizes on disk and the difference (target <= 200
-   MB, no torch).
+   install --require-hashes --no-deps -r``, as the Makefile installs) from
+   requirements/base.txt as it was before recall (``git show
+   3705969:requirements/base.txt``, read only) and as it is now; their
+   sizes on disk and the difference (target <= 200 MB, no torch).
 4. **Indexer lag**: a real gunicorn as `make run` starts it
    (tests/live_server.py's LiveGunicorn, gunicorn.conf.py's own worker and
    thread counts, GEDWEB_RECALL_INDEXER=auto, GEDWEB_RECALL_MODEL=minilm,
