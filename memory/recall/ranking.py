@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gedweb.embedding import EmbedderUnavailable, Vectors
-from memory.models import MemoryEntry, Project
+from memory.models import MemoryEntry, Project, RecallProgress
 from memory.recall import documents, keyword, vectors
 from memory.recall.indexer import head_seq
 
@@ -127,12 +127,12 @@ def blend(semantic: dict[Any, float], keyword_scores: dict[Any, float],
 Key = int | tuple[str, str, int]  # an entry's id, or ("document", path, section)
 
 
-def _semantic(project: Project, query: Vectors, allowed: npt.NDArray[np.int64] | None,
-              excluded: npt.NDArray[np.int64], count: int,
+def _semantic(project: Project, query: Vectors, progress: RecallProgress | None,
+              allowed: npt.NDArray[np.int64] | None, excluded: npt.NDArray[np.int64],
+              count: int,
               ) -> tuple[list[tuple[int, float]], Callable[[list[int]], dict[int, float]]]:
     """The best ``count`` (id, cosine) pairs, and the cosine of any other entry kept."""
     embedder = vectors.embedder()
-    progress = vectors.progress_of(project, embedder.model_id)
     matrix = vectors.project_matrix(project, embedder.model_id, embedder.dimension, progress)
     ids = matrix.ids[: matrix.size]
     scores = matrix.scores(query)
@@ -198,6 +198,10 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
                             until=until, current=current)
     count = max(CANDIDATES, 5 * limit)
     embedder = vectors.embedder()
+    # Read once, before the matrix loads: the answer's through_seq then never
+    # claims an entry whose vector this recall did not see (the indexer may
+    # commit one while the matrix loads; it is then in it, and not claimed).
+    progress = vectors.progress_of(project, embedder.model_id)
     degraded: str | None = None
     query: Vectors | None = None
     semantic_best: list[tuple[int, float]] = []
@@ -216,8 +220,7 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
                                 .filter(corrects__isnull=False)
                                 .values_list("corrects_id", flat=True), np.int64)
                     if current else np.zeros(0, np.int64))
-        semantic_best, cosine = _semantic(project, query, allowed, excluded, count)
-    progress = vectors.progress_of(project, embedder.model_id)
+        semantic_best, cosine = _semantic(project, query, progress, allowed, excluded, count)
     head = head_seq(project)
     keyword_best = (keyword.rank(filtered, project_id=project.pk, text=text, limit=count,
                                  project_size=head)
