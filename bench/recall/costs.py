@@ -267,10 +267,13 @@ def _postgres_cpu_seconds() -> float:
     return total
 
 
+QUIET_WINDOW = 5.0
+
+
 class Quiet:
     """How busy the rest of the machine was while a phase ran (in CPUs, others' share).
 
-    Before a timed phase, waits up to --quiet-wait seconds for a 2-second window
+    Before a timed phase, waits up to --quiet-wait seconds for a 5-second window
     in which the machine is at most --quiet-busy busy (another agent's tests
     come and go). Afterwards, the machine's busy CPU seconds less this
     process tree's (every process the phase started has ended and been
@@ -287,7 +290,7 @@ class Quiet:
         told = 0.0
         while True:
             machine, start = _machine_busy_seconds(), time.monotonic()
-            time.sleep(2.0)
+            time.sleep(QUIET_WINDOW)
             busy = (_machine_busy_seconds() - machine) / (time.monotonic() - start)
             busy /= len(os.sched_getaffinity(0))
             if (not self.wait or busy <= self.args.quiet_busy
@@ -297,7 +300,8 @@ class Quiet:
                 log(f"{self.name}: waiting for a quiet machine ({busy:.0%} busy)")
                 told = time.monotonic()
         self.loads[self.name] = {"load_before": load_average(),
-                                 "waited_seconds": round(time.monotonic() - waited - 2.0, 1),
+                                 "waited_seconds": round(time.monotonic() - waited
+                                                         - QUIET_WINDOW, 1),
                                  "machine_busy_before": round(busy, 2)}
         self.started = time.monotonic()
         self.machine = _machine_busy_seconds()
