@@ -49,8 +49,10 @@ Each figure is measured on this machine; targets are reported beside them, never
    first poll answer whose ``index.through_seq`` reaches its seq (so it is
    measured to within a poll). Target p95 <= 5 s.
 
-Writes bench/results/recall-costs-<engine>.json with --write, with the
-load average before and after each phase.
+Before each timed phase it waits (up to --quiet-wait seconds) for the
+machine to be quiet, and records the load average before and after each
+phase with the CPUs the rest of the machine used meanwhile (Quiet).
+Writes bench/results/recall-costs-<engine>.json with --write.
 
     .venv/bin/python bench/recall/costs.py [--database-url postgres://...] [--write]
         [--sizes 10000,100000] [--skip-lag] [--skip-install]
