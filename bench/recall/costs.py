@@ -325,22 +325,11 @@ class Quiet:
 
 
 def _django(database_url: str, data_dir: Path) -> None:
-    os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "gedweb.settings",
-        "DATABASE_URL": database_url,
-        "GEDWEB_DATA_DIR": str(data_dir),
-        "GEDWEB_MEMORY_ROOT": str(data_dir / "memory"),
-        "GEDWEB_DEMO_PROJECT": "false",
-        "GEDWEB_RECALL_MODEL": "minilm",
-        "GEDWEB_RATE_LIMIT": "off",
-        "GEDWEB_WRITE_RATE_LIMIT": "off",
-        "DJANGO_ALLOWED_HOSTS": "testserver",
-        "DJANGO_DEBUG": "false",
-    })
-    sys.path.insert(0, str(ROOT))
-    import django
+    """Django on that database, set up as bench/recall/evaluate.py sets it up (the real model)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from evaluate import _configure
 
-    django.setup()
+    _configure(database_url, data_dir, "minilm")
 
 
 def _result(tmp: Path, name: str, data: dict[str, Any]) -> None:

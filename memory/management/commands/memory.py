@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import os
 import signal
+import threading
 import time
 from typing import Any
 
@@ -19,6 +20,14 @@ from memory import checkpoints, mirror, redaction, secret_scan, selectors, servi
 from memory.api.serializers import ChainCheckpointSerializer, EntrySerializer, VerifySerializer
 from memory.models import MemoryEntry, Project
 from memory.recall import indexer, vectors
+
+
+def _stop_on_signals() -> threading.Event:
+    """Set when SIGTERM or SIGINT arrives: a follower finishes its pass, then stops."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    return stop
 
 
 class Command(GedWebCommand):
@@ -201,19 +210,12 @@ class Command(GedWebCommand):
 
     def _follow(self, project_id: str | None, interval: float, once: bool) -> None:
         """Tail the record and keep mirrors current (GEDWEB_MIRROR_WRITER=follower)."""
-        stopping = False
-
-        def stop(signum: int, frame: Any) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        stop = _stop_on_signals()
         # The files other apps keep beside the mirror (the trust ledger's
         # LEDGER-CHECKPOINTS) registered themselves: memory cannot import them.
         followed = checkpoints.followed_files()
         synced: dict[str, tuple[int, ...]] = {}
-        while not stopping:
+        while not stop.is_set():
             for target in self._projects(project_id):
                 head = MemoryEntry.objects.for_project(target).head()
                 heads = (head["seq"] if head else 0,
@@ -275,24 +277,17 @@ class Command(GedWebCommand):
 
     def _index_follow(self, embedder: Any, interval: float, exit_with_parent: bool) -> None:
         """Follow the record under the lease; wait as a standby while another indexer holds it."""
-        stopping = False
-
-        def stop(signum: int, frame: Any) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        stop = _stop_on_signals()
         parent = os.getppid()
 
         def orphaned() -> bool:
             return exit_with_parent and os.getppid() != parent
 
-        while not stopping and not orphaned():
+        while not stop.is_set() and not orphaned():
             try:
                 with indexer.lease():
                     self.stderr.write(f"indexer: following the record ({embedder.model_id})")
-                    while not stopping and not orphaned() and indexer.lease_held():
+                    while not stop.is_set() and not orphaned() and indexer.lease_held():
                         try:
                             result = indexer.follow_once(embedder)
                             documents = indexer.follow_documents_once(embedder)
