@@ -113,14 +113,17 @@ def recall_model(settings: Any) -> Iterator[str]:
 
     Loading the real one costs every test a second and shows nothing the
     real-model tests (tests/memory/test_recall_model.py) do not. The
-    process's cached matrices are forgotten: rolled-back projects reuse ids.
+    process's cached matrices and lexeme statistics are forgotten:
+    rolled-back projects reuse ids, and a test's ANALYZE is its own.
     """
-    from memory.recall import vectors
+    from memory.recall import keyword, vectors
 
     settings.RECALL_MODEL = "hashing"
     vectors.forget_cached()
+    keyword.forget_statistics()
     yield "hashing"
     vectors.forget_cached()
+    keyword.forget_statistics()
 
 
 def forget_rate_counts() -> None:

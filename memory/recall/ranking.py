@@ -127,21 +127,39 @@ def blend(semantic: dict[Any, float], keyword_scores: dict[Any, float],
 Key = int | tuple[str, str, int]  # an entry's id, or ("document", path, section)
 
 
+def _corrected_among(entry_ids: list[int]) -> set[int]:
+    """Which of these entries a later entry corrects (the partial index on corrects)."""
+    found: set[int] = set()
+    for start in range(0, len(entry_ids), 1000):
+        found.update(MemoryEntry.objects.filter(corrects_id__in=entry_ids[start:start + 1000])
+                     .values_list("corrects_id", flat=True))
+    return found
+
+
+def _best_rows(rows: npt.NDArray[np.intp], scores: npt.NDArray[np.float32],
+               ids: npt.NDArray[np.int64], top: int) -> npt.NDArray[np.intp]:
+    """The ``top`` rows of ``rows`` by score, best first, ties by entry id."""
+    if len(rows) > top:
+        rows = rows[np.argpartition(-scores[rows], top - 1)[:top]]
+    return rows[np.lexsort((ids[rows], -scores[rows]))]
+
+
 def _semantic(project: Project, query: Vectors, progress: RecallProgress | None,
-              allowed: npt.NDArray[np.int64] | None, excluded: npt.NDArray[np.int64],
-              count: int,
+              allowed: npt.NDArray[np.int64] | None, current: bool, count: int,
               ) -> tuple[list[tuple[int, float]], Callable[[list[int]], dict[int, float]]]:
-    """The best ``count`` (id, cosine) pairs, and the cosine of any other entry kept."""
+    """The best ``count`` (id, cosine) pairs, and the cosine of any other entry kept.
+
+    With ``current``, a corrected entry is left out: the best are taken,
+    the corrected among them dropped, and more taken while too few remain
+    (corrections are few, so once is the rule), instead of listing every
+    correction of the project first.
+    """
     embedder = vectors.embedder()
     matrix = vectors.project_matrix(project, embedder.model_id, embedder.dimension, progress)
     ids = matrix.ids[: matrix.size]
     scores = matrix.scores(query)
-    keep = np.ones(matrix.size, bool)
-    if allowed is not None:
-        keep &= np.isin(ids, allowed)
-    if len(excluded):
-        keep &= ~np.isin(ids, excluded)
-    rows = np.flatnonzero(keep)
+    rows = (np.flatnonzero(np.isin(ids, allowed)) if allowed is not None
+            else np.arange(matrix.size))
     if matrix.compact:
         # The estimate shortlists; the stored vectors score the shortlist exactly.
         shortlist = max(SHORTLIST, 10 * count)
@@ -151,20 +169,30 @@ def _semantic(project: Project, query: Vectors, progress: RecallProgress | None,
         scores = scores.copy()
         for row in rows:
             scores[row] = exact.get(int(ids[row]), -1.0)
-    if len(rows) > count:
-        rows = rows[np.argpartition(-scores[rows], count - 1)[:count]]
-    rows = rows[np.lexsort((ids[rows], -scores[rows]))]
-    best = [(int(ids[row]), float(scores[row])) for row in rows]
+    wanted = count
+    while True:
+        chosen = _best_rows(rows, scores, ids, 2 * wanted)
+        kept = chosen
+        if current and len(chosen):
+            corrected = _corrected_among([int(i) for i in ids[chosen]])
+            if corrected:
+                kept = chosen[~np.isin(ids[chosen], list(corrected))]
+        if len(kept) >= count or len(chosen) == len(rows):
+            break
+        wanted *= 2
+    kept = kept[:count]
+    semantic_best = [(int(ids[row]), float(scores[row])) for row in kept]
 
     def cosine(entry_ids: list[int]) -> dict[int, float]:
+        # The keyword ranker's candidates, already filtered and current.
         where = np.searchsorted(ids, entry_ids)
-        kept = [entry_id for entry_id, row in zip(entry_ids, where)
-                if row < len(ids) and ids[row] == entry_id and keep[row]]
+        present = [entry_id for entry_id, row in zip(entry_ids, where, strict=True)
+                   if row < len(ids) and ids[row] == entry_id]
         if matrix.compact:
-            return vectors.exact_scores(kept, query)
-        return {entry_id: float(scores[np.searchsorted(ids, entry_id)]) for entry_id in kept}
+            return vectors.exact_scores(present, query)
+        return {entry_id: float(scores[np.searchsorted(ids, entry_id)]) for entry_id in present}
 
-    return best, cosine
+    return semantic_best, cosine
 
 
 def _no_cosines(entry_ids: list[int]) -> dict[int, float]:
@@ -216,11 +244,7 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
         filtering = any(value is not None for value in (category, source, since, until))
         allowed = (np.fromiter(filtered.values_list("id", flat=True), np.int64)
                    if filtering else None)
-        excluded = (np.fromiter(MemoryEntry.objects.for_project(project)
-                                .filter(corrects__isnull=False)
-                                .values_list("corrects_id", flat=True), np.int64)
-                    if current else np.zeros(0, np.int64))
-        semantic_best, cosine = _semantic(project, query, progress, allowed, excluded, count)
+        semantic_best, cosine = _semantic(project, query, progress, allowed, current, count)
     head = head_seq(project)
     keyword_best = (keyword.rank(filtered, project_id=project.pk, text=text, limit=count,
                                  project_size=head)

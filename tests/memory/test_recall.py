@@ -9,10 +9,12 @@ refused with nothing changed; a model that cannot load answering degraded.
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from memory import services
@@ -92,6 +94,54 @@ def test_an_identifier_is_found_by_keyword(notes):
     assert _seqs(body) == [3]
     body = _recall(notes["token"], q="client_max_body_size").json()
     assert _seqs(body)[0] == 3
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's ranking")
+def test_a_large_project_on_postgresql_scores_every_rare_match_and_the_newest_common_ones(
+        alpha, monkeypatch):
+    """Past EXACT_RANK_ENTRIES the planner's estimates pick the candidates (keyword.py).
+
+    The thresholds are lowered so that a 40-entry project is "large": the
+    rare word's one old entry is still found first, and of the entries
+    holding only the common word, only the newest RECENT_WINDOW compete.
+    """
+    from memory.recall import keyword
+
+    _append(alpha.project, "bug", "The zanzibar gateway deploy broke checkout.")
+    for n in range(39):
+        _append(alpha.project, "note", f"Routine deploy number {n} went out.")
+    with connection.cursor() as cursor:  # the statistics autovacuum would gather
+        cursor.execute("ANALYZE memory_memoryentry")
+    keyword.forget_statistics()
+    monkeypatch.setattr(keyword, "EXACT_RANK_ENTRIES", 10)
+    monkeypatch.setattr(keyword, "RARE_MATCHES", 5)
+    monkeypatch.setattr(keyword, "RECENT_WINDOW", 8)
+    body = _recall(alpha.token, q="zanzibar deploy", mode="keyword", limit=50).json()
+    seqs = _seqs(body)
+    assert seqs[0] == 1
+    assert sorted(seqs[1:]) == list(range(33, 41))
+    # Within the exact threshold the same question scores every match.
+    monkeypatch.setattr(keyword, "EXACT_RANK_ENTRIES", 40)
+    body = _recall(alpha.token, q="zanzibar deploy", mode="keyword", limit=50).json()
+    assert _seqs(body)[0] == 1
+    assert sorted(_seqs(body)) == list(range(1, 41))
+
+
+def test_a_stems_estimated_share_sums_its_words_and_an_unlisted_word_is_rarer_than_any():
+    from memory.recall.keyword import _LexemeStatistics
+
+    pairs = sorted({"deploy": 0.30, "deployed": 0.10, "deployment": 0.05, "depot": 0.02,
+                    "zebra": 0.01}.items())
+    statistics = _LexemeStatistics(
+        loaded=0.0, lexemes=[lexeme for lexeme, _ in pairs],
+        cumulative=[0.0, *itertools.accumulate(share for _, share in pairs)],
+        least=0.01)
+    assert statistics.share("'deploy':*") == pytest.approx(0.45)
+    assert statistics.share("'deploy'") == pytest.approx(0.30)
+    assert statistics.share("'dep':*") == pytest.approx(0.47)
+    assert statistics.share("'zebra':*") == pytest.approx(0.01)
+    assert statistics.share("'deployments'") == pytest.approx(0.005)
+    assert statistics.share("'quokka':*") == pytest.approx(0.005)
 
 
 def test_the_list_search_keeps_its_every_word_meaning(notes):
@@ -176,6 +226,23 @@ def test_the_current_view_leaves_out_a_corrected_entry_and_all_keeps_it(notes):
         every = _seqs(_recall(notes["token"], q="orders postgresql replica", mode=mode,
                               view="all").json())
         assert {4, correction.seq} <= set(every[:2]), mode
+
+
+def test_the_semantic_ranker_takes_more_when_its_best_are_all_corrected(alpha):
+    """_semantic drops corrected entries from its best and widens until enough remain."""
+    originals = [_append(alpha.project, "note", "Orders replica lag on PostgreSQL")
+                 for _ in range(4)]
+    kept = _append(alpha.project, "note", "Orders replica lag on PostgreSQL, seen in staging.")
+    for original in originals:
+        _append(alpha.project, "note", f"Zebra crossing number {original.seq}.",
+                corrects=original.seq)
+    _follow()
+    query = vectors.embedder().embed(["Orders replica lag on PostgreSQL"])[0]
+    progress = vectors.progress_of(alpha.project, vectors.embedder().model_id)
+    best, _ = ranking._semantic(alpha.project, query, progress, None, True, count=1)
+    assert [entry_id for entry_id, _ in best] == [kept.pk]
+    every, _ = ranking._semantic(alpha.project, query, progress, None, False, count=1)
+    assert every[0][0] in {original.pk for original in originals}
 
 
 def test_the_list_filters_apply_in_every_mode(notes):
