@@ -13,9 +13,10 @@ it whole while the project is being backfilled out of seq order.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,8 @@ from memory.models import EntryVector, MemoryEntry, Project, RecallProgress
 # Rows scored at once: an int8 block is widened to float32 for the product,
 # so a block costs 4 x 384 x this many bytes while it is scored.
 _BLOCK_ROWS = 32_768
+# Stored vectors read from the database at once while a matrix loads.
+_LOAD_ROWS = 10_000
 # Projects whose matrix a process keeps, least recently recalled dropped first.
 _CACHED_PROJECTS = 64
 
@@ -84,10 +87,6 @@ class Matrix:
         return cls(model, stamp, 0, np.zeros(0, np.int64), np.zeros(0, np.int64),
                    np.zeros((0, dimension), np.int8), np.zeros(0, np.float32))
 
-    def _row(self, vector: bytes) -> npt.NDArray[Any]:
-        values = np.frombuffer(vector, dtype=np.int8)
-        return np.packbits(values > 0) if self.compact else values
-
     def compacted(self) -> Matrix:
         """The same rows, signs only (see ``compact``)."""
         if self.compact:
@@ -101,22 +100,26 @@ class Matrix:
     def last_seq(self) -> int:
         return int(self.seqs[self.size - 1]) if self.size else 0
 
-    def extended(self, rows: list[tuple[int, int, bytes, float]], gapped: bool) -> Matrix:
+    def extended(self, rows: list[tuple[int, int, bytes, float]], gapped: bool,
+                 reserve: int = 0) -> Matrix:
+        """These rows appended (in seq order); room made for ``reserve`` rows in all, at least."""
         if not rows:
             return Matrix(self.model, self.stamp, self.size, self.ids, self.seqs,
                           self.vectors, self.scales, gapped, self.compact)
         size = self.size + len(rows)
         ids, seqs, vectors, scales = self.ids, self.seqs, self.vectors, self.scales
         if size > len(ids):
-            capacity = max(size, 2 * len(ids), 256)
+            capacity = max(size, reserve, 2 * len(ids), 256)
             ids, seqs = np.resize(ids, capacity), np.resize(seqs, capacity)
             scales = np.resize(scales, capacity)
             grown = np.zeros((capacity, vectors.shape[1]), vectors.dtype)
             grown[: self.size] = vectors[: self.size]
             vectors = grown
-        for offset, (entry_id, seq, vector, scale) in enumerate(rows, start=self.size):
-            ids[offset], seqs[offset], scales[offset] = entry_id, seq, scale
-            vectors[offset] = self._row(vector)
+        ids[self.size:size] = [row[0] for row in rows]
+        seqs[self.size:size] = [row[1] for row in rows]
+        scales[self.size:size] = [row[3] for row in rows]
+        block = np.frombuffer(b"".join(row[2] for row in rows), np.int8).reshape(len(rows), -1)
+        vectors[self.size:size] = np.packbits(block > 0, axis=1) if self.compact else block
         return Matrix(self.model, self.stamp, size, ids, seqs, vectors, scales, gapped,
                       self.compact)
 
@@ -163,12 +166,20 @@ def project_matrix(project: Project, model: str, dimension: int,
         matrix = _matrices.get(key)
     if matrix is None or matrix.stamp != stamp or matrix.gapped:
         matrix = Matrix.empty(model, stamp, dimension)
-    rows = [(entry_id, seq, bytes(vector), scale) for entry_id, seq, vector, scale
-            in EntryVector.objects.filter(project=project, model=model, seq__gt=matrix.last_seq)
-            .order_by("seq").values_list("entry_id", "seq", "vector", "scale")
-            .iterator(chunk_size=10_000)]
-    last = rows[-1][1] if rows else matrix.last_seq
-    matrix = matrix.extended(rows, gapped=last > through_seq)
+    # The rows still to come, as far as the progress row knows: past the
+    # exact limit the matrix keeps signs before it reads them, and it reads
+    # them a chunk at a time, so a million vectors never sit in memory whole.
+    expected = matrix.size + max(0, through_seq - matrix.last_seq)
+    if expected > settings.RECALL_EXACT_ROWS:
+        matrix = matrix.compacted()
+    stored = (EntryVector.objects.filter(project=project, model=model, seq__gt=matrix.last_seq)
+              .order_by("seq").values_list("entry_id", "seq", "vector", "scale")
+              .iterator(chunk_size=_LOAD_ROWS))
+    for chunk in itertools.batched(stored, _LOAD_ROWS):
+        matrix = matrix.extended([(entry_id, seq, bytes(vector), scale)
+                                  for entry_id, seq, vector, scale in chunk],
+                                 gapped=False, reserve=expected)
+    matrix = replace(matrix, gapped=matrix.last_seq > through_seq)
     if matrix.size > settings.RECALL_EXACT_ROWS:
         matrix = matrix.compacted()
     with _matrices_lock:

@@ -174,6 +174,27 @@ def test_a_large_projects_matrix_keeps_signs_and_ranks_as_the_exact_one(alpha, s
     assert hits[0].entry.seq == 61
 
 
+def test_a_matrix_read_in_chunks_holds_every_vector_once_in_seq_order(alpha, monkeypatch):
+    for index in range(23):
+        _append(alpha.project, f"chunked note {index} about queue {index % 5}")
+    while indexer.follow_once(vectors.embedder()).seen:
+        pass
+    model = vectors.embedder().model_id
+    whole = vectors.project_matrix(alpha.project, model, vectors.embedder().dimension,
+                                   _progress(alpha.project))
+    vectors.forget_cached()
+    monkeypatch.setattr(vectors, "_LOAD_ROWS", 7)
+    chunked = vectors.project_matrix(alpha.project, model, vectors.embedder().dimension,
+                                     _progress(alpha.project))
+    assert chunked.size == whole.size == 23
+    assert list(chunked.seqs[:23]) == list(range(1, 24))
+    assert np.array_equal(chunked.ids[:23], whole.ids[:23])
+    assert np.array_equal(chunked.vectors[:23], whole.vectors[:23])
+    assert np.array_equal(chunked.scales[:23], whole.scales[:23])
+    stored = EntryVector.objects.get(project=alpha.project, seq=9)
+    assert chunked.vectors[8].tobytes() == bytes(stored.vector)
+
+
 # --- redaction reaches the index -----------------------------------------------------------
 
 
