@@ -142,8 +142,13 @@ bench-recall: $(VENV)/.installed-dev
 # memory commands and the CLI over the whole record; 9-15 minutes on
 # SQLite. MILLION_ARGS="--entries 100000" for a shorter run,
 # "--database-url postgres://...@127.0.0.1:5432/gedweb_million" for PostgreSQL.
+# Then recall in a project of a million entries (bench/recall/costs.py: latency
+# of each mode, the matrix's memory; about 40 minutes on SQLite):
+# RECALL_MILLION_ARGS="--database-url postgres://.../gedweb_recall_million" for
+# PostgreSQL, "--json bench/results/recall-million-sqlite.json" to keep it.
 bench-million: $(VENV)/.installed-dev
 	$(BIN)/python bench/million.py $(MILLION_ARGS)
+	$(BIN)/python bench/recall/costs.py --sizes 1000000 --skip-lag --skip-install $(RECALL_MILLION_ARGS)
 
 # What the request metrics cost an append: two gunicorns, with and without
 # the middleware, loaded at once in 24 rounds (docs/performance.md); about
