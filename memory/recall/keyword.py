@@ -161,7 +161,6 @@ def _rank_exactly(entries: QuerySet[Any], alternatives: list[str], project_size:
 class _LexemeStatistics:
     """content_tsv's most common lexemes and the share of entries holding each (pg_stats)."""
 
-    loaded: float
     lexemes: list[str]  # sorted
     cumulative: list[float]  # cumulative[i]: the shares of lexemes[:i], summed
     least: float  # the least share in the list: a lexeme not in it is rarer
@@ -223,7 +222,7 @@ def _lexeme_statistics() -> _LexemeStatistics | None:
         lexemes, shares = row[0], row[1]
         pairs = sorted(zip(lexemes, shares[: len(lexemes)], strict=True))
         statistics = _LexemeStatistics(
-            loaded=now, lexemes=[lexeme for lexeme, _ in pairs],
+            lexemes=[lexeme for lexeme, _ in pairs],
             cumulative=[0.0, *itertools.accumulate(share for _, share in pairs)],
             least=float(shares[len(lexemes)]))
     with _statistics_lock:

@@ -133,7 +133,7 @@ def test_a_stems_estimated_share_sums_its_words_and_an_unlisted_word_is_rarer_th
     pairs = sorted({"deploy": 0.30, "deployed": 0.10, "deployment": 0.05, "depot": 0.02,
                     "zebra": 0.01}.items())
     statistics = _LexemeStatistics(
-        loaded=0.0, lexemes=[lexeme for lexeme, _ in pairs],
+        lexemes=[lexeme for lexeme, _ in pairs],
         cumulative=[0.0, *itertools.accumulate(share for _, share in pairs)],
         least=0.01)
     assert statistics.share("'deploy':*") == pytest.approx(0.45)
