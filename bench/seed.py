@@ -115,6 +115,7 @@ def seed(project: Project, count: int, batch_size: int, *, with_checkpoints: boo
                 prev_hash=prev,
             )
             entry.hash = entry_hash(prev, entry.chained_fields())
+            checkpoints.seal(entry)  # signed as an append would be
             prev = entry.hash
             text_bytes += quotas.text_bytes(entry.content)
             rows.append(entry)

@@ -168,6 +168,11 @@ def _redaction_migration() -> Any:
     return importlib.import_module("memory.migrations.0014_redaction")
 
 
+def _signed_entries_migration() -> Any:
+    # Memory 0023 gave SQLite's UPDATE rule of 0014 the entries' MAC columns.
+    return importlib.import_module("memory.migrations.0023_memoryentry_mac")
+
+
 def _bundle_redaction_migration() -> Any:
     return importlib.import_module("governance.migrations.0009_contextbundle_redaction")
 
@@ -179,11 +184,12 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
     """Trigger name -> the statement that created it, as the migrations ran it.
 
     Memory entries and stored context bundles each have an UPDATE trigger of
-    their own since a redaction may change them (memory 0014, governance 0009).
+    their own since a redaction may change them (memory 0014, governance 0009;
+    on SQLite the entries' one lists its columns, as memory 0023 left them).
     """
     if vendor == "sqlite":
         if table == ENTRIES:
-            statements = [_redaction_migration().SQLITE_FORWARD[1],
+            statements = [_signed_entries_migration().SQLITE_FORWARD[1],
                           _entries_migration().SQLITE_FORWARD[1]]
         elif table == BUNDLES:
             statements = [_bundle_redaction_migration().SQLITE_FORWARD[1],

@@ -44,6 +44,7 @@ checkpoint's seq is a fork or a rewrite re-chained up to it.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -67,11 +68,12 @@ CHECKPOINTS_NAME = "CHECKPOINTS"
 LINE_VERSION = "v2"
 _LINE_PARTS = {"v1": 5, "v2": 6}
 _MAC_SALT = "gedweb.memory.ChainCheckpoint.v1"
+ENTRY_MAC_SALT = "gedweb.memory.MemoryEntry.v1"
 _KEY_ID_SALT = "gedweb.memory.ChainCheckpoint.key-id"
 _HEX = frozenset("0123456789abcdef")
 _TAIL_PROBE_BYTES = 4096
 _PROBLEM_ORDER = (
-    "chain_broken", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
+    "chain_broken", "forged_entry", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
     "unreadable_checkpoints",
 )
 
@@ -97,7 +99,7 @@ class Checkpoint:
 class Problem:
     """One finding of verify(): what kind, at which seq (if any), in one line."""
 
-    # chain_broken | truncated | fork | forged_checkpoint | deleted_checkpoint
+    # chain_broken | forged_entry | truncated | fork | forged_checkpoint | deleted_checkpoint
     # | unreadable_checkpoints
     kind: str
     seq: int | None
@@ -142,8 +144,76 @@ def checkpoint_mac(
 
 def key_id(secret: str | None = None) -> str:
     """A public fingerprint of a signing key (16 hex digits); reveals nothing of the key."""
-    secret = secret if secret is not None else settings.SIGNING_KEY
+    return _key_id(secret if secret is not None else settings.SIGNING_KEY)
+
+
+@functools.lru_cache(maxsize=16)
+def _key_id(secret: str) -> str:
+    # Every append names its key: one HMAC per key per process, not per entry.
     return salted_hmac(_KEY_ID_SALT, "key id", secret=secret, algorithm="sha256").hexdigest()[:16]
+
+
+def entry_mac(project_id: str, seq: int, entry_hash: str, secret: str | None = None) -> str:
+    """The HMAC that shows a memory entry was written by GedWeb (MemoryEntry.mac).
+
+    The hash commits to every chained field, created_at among them, and the
+    project id binds the MAC to its chain: (project, seq, hash) is all it
+    needs, and a changed field that leaves the hash alone is the chain's
+    finding, not the MAC's.
+    """
+    return checkpoint_mac(project_id, seq, entry_hash, "", secret, salt=ENTRY_MAC_SALT)
+
+
+def seal(entry: MemoryEntry) -> None:
+    """Set an entry's ``mac`` and ``key_id`` from its project, seq and hash (before its INSERT)."""
+    entry.mac = entry_mac(entry.project_id, entry.seq, entry.hash)
+    entry.key_id = key_id()
+
+
+class EntrySeals:
+    """Checks entries' MACs against every known key, each key's id computed once."""
+
+    def __init__(self) -> None:
+        self._by_key_id: dict[str, list[str]] = {}
+        for secret in _known_secrets():
+            self._by_key_id.setdefault(key_id(secret), []).append(secret)
+
+    def problem(self, project_id: str, seq: int, entry_hash: str, mac: str | None,
+                signer: str | None) -> str | None:
+        """None when the entry's MAC holds; else why not, in words."""
+        if not mac:
+            return "carries no MAC: it was inserted without going through GedWeb"
+        secrets = self._by_key_id.get(signer or "")
+        if secrets is None:
+            return self.unknown_key(signer)
+        for secret in secrets:
+            if constant_time_compare(entry_mac(project_id, seq, entry_hash, secret), mac):
+                return None
+        return ("fails its MAC: it was inserted or re-chained without GedWeb's signing key "
+                "(a forged entry or redaction record)")
+
+    def knows(self, signer: str | None) -> bool:
+        return (signer or "") in self._by_key_id
+
+    @staticmethod
+    def unknown_key(signer: str | None) -> str:
+        return (f"is signed with key {signer}, which is neither GEDWEB_SIGNING_KEY nor one "
+                "of GEDWEB_SIGNING_KEY_FALLBACKS, and no checkpoint under a known key comes "
+                "after it (after a key rotation, keep the old key among the fallbacks until "
+                "`memory checkpoint` has covered the head), or its key id was altered")
+
+    def first_forged(self, project_id: str, rows: Iterable[Mapping[str, Any]]
+                     ) -> tuple[int, str, int] | None:
+        """(seq, why, how many) of the first entry whose MAC fails, or None."""
+        first: tuple[int, str] | None = None
+        count = 0
+        for row in rows:
+            why = self.problem(project_id, row["seq"], row["hash"], row["mac"], row["key_id"])
+            if why is not None:
+                count += 1
+                if first is None:
+                    first = (row["seq"], why)
+        return None if first is None else (*first, count)
 
 
 def _known_secrets() -> list[str]:
@@ -344,8 +414,36 @@ def recorded_at(project_id: str, seq: int) -> list[Checkpoint]:
     return [c for c in _rows(project_id, seq=seq) if authentic(project_id, c)]
 
 
+class UnsignedEntry(Exception):
+    """A checkpoint would vouch for an entry that fails its MAC: none is taken."""
+
+
+def _refuse_over_forged(project_id: str, seq: int, head_hash: str) -> None:
+    """Raise UnsignedEntry unless every entry since the newest checkpoint carries its MAC.
+
+    A checkpoint vouches for the chain up to its head; the ones before it
+    vouched for what came before (and each was taken under this rule), so
+    only the entries since are read: CHECKPOINT_EVERY of them on the
+    automatic path.
+    """
+    newest = (ChainCheckpoint.objects.filter(project_id=project_id, seq__lt=seq)
+              .order_by("-seq").values_list("seq", flat=True).first()) or 0
+    rows = (MemoryEntry.objects.filter(project_id=project_id, seq__gt=newest, seq__lte=seq)
+            .order_by("seq").values("seq", "hash", "mac", "key_id"))
+    found = EntrySeals().first_forged(project_id, rows.iterator(chunk_size=2000))
+    if found is not None:
+        bad, why, count = found
+        raise UnsignedEntry(f"no checkpoint at seq {seq}: the entry at seq {bad} {why}"
+                            + (f" ({count - 1} more)" if count > 1 else ""))
+
+
 def take(project_id: str, seq: int, head_hash: str) -> Checkpoint | None:
-    """Record (seq, hash) as a head the log had; None if already recorded at seq."""
+    """Record (seq, hash) as a head the log had; None if already recorded at seq.
+
+    Raises UnsignedEntry, and records nothing, when an entry since the
+    newest checkpoint fails its MAC: a checkpoint never signs over a forgery.
+    """
+    _refuse_over_forged(project_id, seq, head_hash)
     created_at = timezone.now()
     text = format_timestamp(created_at)
     mac = checkpoint_mac(project_id, seq, head_hash, text)
@@ -517,13 +615,36 @@ def verify(project_id: str) -> VerifyReport:
     wanted = {checkpoint.seq for checkpoint in checkpoints}
     stored: dict[int, str] = {}
     last_seq = 0
+    seals = EntrySeals()
+    # An entry signed with a key no longer known (rotated out) still stands
+    # when an authentic checkpoint the log matches comes after it: the
+    # checkpoint vouches for every entry up to its head, and none is taken
+    # over an entry that failed its MAC then (take()). So those wait for the
+    # next matching checkpoint; any other MAC failure is final.
+    signed_heads = {(c.seq, c.hash) for c in checkpoints}
+    forged: list[tuple[int, str]] = []  # (seq, why) of the first entry whose MAC fails
+    forged_count = 0
+    unvouched: list[tuple[int, str]] = []  # the first of the unknown-key ones since
+    unvouched_count = 0
 
     def rows() -> Iterator[Mapping[str, Any]]:
-        nonlocal last_seq
-        for row in MemoryEntry.objects.filter(project_id=project_id).chain_rows():
+        nonlocal last_seq, forged_count, unvouched_count
+        for row in MemoryEntry.objects.filter(project_id=project_id).chain_rows(sealed=True):
             last_seq = max(last_seq, row["seq"])
             if row["seq"] in wanted:
                 stored.setdefault(row["seq"], row["hash"])
+            why = seals.problem(project_id, row["seq"], row["hash"], row["mac"], row["key_id"])
+            if why is not None and row["mac"] and not seals.knows(row["key_id"]):
+                unvouched_count += 1
+                if not unvouched:
+                    unvouched.append((row["seq"], why))
+            elif why is not None:
+                forged_count += 1
+                if not forged:
+                    forged.append((row["seq"], why))
+            if (row["seq"], row["hash"]) in signed_heads:
+                unvouched.clear()
+                unvouched_count = 0
             yield row
 
     chain = verify_chain(rows())
@@ -533,6 +654,12 @@ def verify(project_id: str) -> VerifyReport:
             f"hash chain breaks at seq {chain.first_bad_seq} (of {chain.entries} entries): "
             + _diagnose(project_id, chain.first_bad_seq),
         ))
+    failing = sorted(forged + unvouched)
+    if failing:
+        seq, why = failing[0]
+        count = forged_count + unvouched_count
+        more = f" ({count - 1} later entries fail too)" if count > 1 else ""
+        problems.append(Problem("forged_entry", seq, f"the entry at seq {seq} {why}{more}"))
     beyond = [checkpoint for checkpoint in checkpoints if checkpoint.seq > last_seq]
     if beyond:
         newest = beyond[-1]
@@ -556,7 +683,7 @@ def verify(project_id: str) -> VerifyReport:
     # What locates a break first, then what is wrong with the evidence itself.
     problems.sort(key=lambda problem: _PROBLEM_ORDER.index(problem.kind))
     located = [problem.seq for problem in problems
-               if problem.kind in ("chain_broken", "truncated", "fork")]
+               if problem.kind in ("chain_broken", "forged_entry", "truncated", "fork")]
     matching = [c for c in checkpoints if stored.get(c.seq) == c.hash]
     return VerifyReport(
         ok=not problems,

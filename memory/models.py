@@ -200,6 +200,14 @@ class MemoryEntry(AppendOnlyModel):
     # before scopes (memory 0011); nullable, so adding it kept SQLite's
     # append-only triggers (an ALTER TABLE, not a table rebuild).
     idempotency_scope = models.CharField(max_length=80, null=True, blank=True)
+    # The HMAC of (project, seq, hash) under the installation's signing key
+    # (memory.checkpoints.entry_mac), named by ``key_id`` as the ledger's
+    # records are. The chain's sha256 is public, so a database role that may
+    # INSERT could append a well-chained entry under any author; it cannot
+    # sign one. Nullable (memory 0023 signed every earlier entry), so adding
+    # them kept SQLite's append-only triggers.
+    mac = models.CharField(max_length=64, null=True, blank=True)
+    key_id = models.CharField(max_length=16, null=True, blank=True)
 
     # The correcting entries, in seq order: set by EntryQuerySet.with_links()
     # (a Prefetch to_attr) and, empty, on a new entry.

@@ -213,18 +213,29 @@ class EntryQuerySet(AppendOnlyQuerySet):
             cursor.execute(sql, [project_id, project_id, limit])
             return [row[0] for row in cursor.fetchall()]
 
-    def _chain_values(self, order: str) -> models.QuerySet[MemoryEntry, tuple[Any, ...]]:
+    def _chain_values(self, order: str, *extra: str
+                      ) -> models.QuerySet[MemoryEntry, tuple[Any, ...]]:
         rows: models.QuerySet[MemoryEntry, tuple[Any, ...]] = (
             self.order_by(order)
             .annotate(corrects_uuid=F("corrects__uuid"), redacts_uuid=F("redacts__uuid"))
-            .values_list(*_CHAIN_COLUMNS)
+            .values_list(*_CHAIN_COLUMNS, *extra)
         )
         return rows
 
-    def chain_rows(self) -> Iterator[dict[str, Any]]:
-        """Every entry's chained fields plus its links, in seq order, streamed."""
-        for values in self._chain_values("seq").iterator(chunk_size=2000):
-            yield _chain_row(values)
+    def chain_rows(self, *, sealed: bool = False) -> Iterator[dict[str, Any]]:
+        """Every entry's chained fields plus its links, in seq order, streamed.
+
+        sealed=True adds each entry's ``mac`` and ``key_id`` (verification
+        reads them; the mirror and the exports do not show them).
+        """
+        if not sealed:
+            for values in self._chain_values("seq").iterator(chunk_size=2000):
+                yield _chain_row(values)
+            return
+        for values in self._chain_values("seq", "mac", "key_id").iterator(chunk_size=2000):
+            row = _chain_row(values[:-2])
+            row["mac"], row["key_id"] = values[-2:]
+            yield row
 
     def head(self) -> dict[str, Any] | None:
         """seq, hash and created_at of the newest entry, from the (project, seq) index."""

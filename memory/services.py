@@ -332,6 +332,7 @@ def _append_locked(
         request_hash=request_hash if idempotency_key is not None else None,
     )
     entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
+    checkpoints.seal(entry)
     # After the replay check (a replay stores nothing, so costs nothing) and
     # under the project lock the caller took: the quota row is the last lock.
     quotas.quota_charge(project=project, kind="entries", size_bytes=quotas.text_bytes(content))

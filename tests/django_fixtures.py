@@ -237,9 +237,12 @@ def purge_append_only_tables() -> None:
             cursor.execute(statement)
         # 0002 recreated its own full-text table; 0007 replaces it (empty now),
         # and 0014 puts back the triggers that let a redaction through.
+        # 0023 gave the UPDATE rule the entries' MAC columns.
         for statement in importlib.import_module(
             "memory.migrations.0007_fts_project_column"
-        ).SQLITE_FORWARD + redaction.SQLITE_FORWARD:
+        ).SQLITE_FORWARD + redaction.SQLITE_FORWARD + importlib.import_module(
+            "memory.migrations.0023_memoryentry_mac"
+        ).SQLITE_FORWARD:
             cursor.execute(statement)
 
 

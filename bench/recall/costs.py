@@ -403,6 +403,7 @@ def _seed_project(project: Any, count: int, rng: random.Random, texts: list[dict
 
     from gedweb.lib.chain import GENESIS_HASH, entry_hash
     from gedweb.lib.digest import sha256_text
+    from memory import checkpoints
     from memory.models import EntryVector, MemoryEntry
 
     step = timedelta(milliseconds=1)
@@ -429,6 +430,7 @@ def _seed_project(project: Any, count: int, rng: random.Random, texts: list[dict
                 created_at=base + step * seq, content_sha256=sha256_text(content),
                 prev_hash=prev)
             entry.hash = entry_hash(prev, entry.chained_fields())
+            checkpoints.seal(entry)  # signed as an append would be
             prev = entry.hash
             rows.append(entry)
             made_from.append(chosen)
@@ -680,6 +682,7 @@ def phase_backlog(args: argparse.Namespace) -> None:
 
     from gedweb.lib.chain import GENESIS_HASH, entry_hash
     from gedweb.lib.digest import sha256_text
+    from memory import checkpoints
     from memory.models import MemoryEntry
 
     rng = random.Random(20260303)
@@ -693,6 +696,7 @@ def phase_backlog(args: argparse.Namespace) -> None:
                             created_at=base + timedelta(milliseconds=seq),
                             content_sha256=sha256_text(text["content"]), prev_hash=prev)
         entry.hash = prev = entry_hash(prev, entry.chained_fields())
+        checkpoints.seal(entry)
         rows.append(entry)
     with transaction.atomic():
         MemoryEntry.objects.bulk_create(rows, batch_size=500)

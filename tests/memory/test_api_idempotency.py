@@ -8,7 +8,7 @@ import time
 import pytest
 from django.db import connection, connections, transaction
 
-from memory import services
+from memory import checkpoints, services
 from memory.models import MemoryEntry, Project
 from tests.django_fixtures import postgres_only, run_in_threads
 
@@ -302,6 +302,7 @@ def legacy_keyed_entry(alpha, author: str) -> MemoryEntry:
                         prev_hash=GENESIS_HASH, idempotency_key=KEY, idempotency_scope=None,
                         request_hash=services.request_fingerprint(BODY), **BODY)
     entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
+    checkpoints.seal(entry)  # memory 0023 signed every entry it found
     entry.save(force_insert=True)
     return entry
 

@@ -26,7 +26,7 @@ from django.db import DatabaseError, connection, transaction
 from gedweb.cli.main import local_verify
 from gedweb.errors import InvalidState, SecretDetected
 from gedweb.lib.chain import CHAINED_FIELDS, GENESIS_HASH, entry_hash, redaction_notice
-from memory import mirror, services
+from memory import checkpoints, mirror, services
 from memory.models import MemoryCandidate, MemoryEntry
 from memory.redaction import memory_entry_redact
 from tests.django_fixtures import bearer_client
@@ -175,6 +175,7 @@ def _insert_format_1(project: Any, content: str) -> MemoryEntry:
     fields = entry.chained_fields()
     assert set(fields) == set(CHAINED_FIELDS)
     entry.hash = entry_hash(prev, fields)
+    checkpoints.seal(entry)  # memory 0023 signed every entry it found
     entry.save(force_insert=True)
     mirror.rebuild(project)
     return entry
@@ -334,7 +335,7 @@ def test_a_bundle_that_delivered_the_entry_is_scrubbed_and_says_so(chain, client
 
 
 @pytest.mark.parametrize(("migration", "table", "rewritten"), [
-    ("memory.migrations.0014_redaction", "memory_memoryentry", {"content"}),
+    ("memory.migrations.0023_memoryentry_mac", "memory_memoryentry", {"content"}),
     ("governance.migrations.0009_contextbundle_redaction", "governance_contextbundle",
      {"text", "sections", "redaction_id"}),
 ])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
-from memory import documents, exports, services
+from memory import checkpoints, documents, exports, services
 from memory.models import DocumentRevision, MemoryEntry
 from tests.django_fixtures import bearer_client
 from tests.pages.conftest import login
@@ -169,6 +169,7 @@ def _bulk_entries(project: Any, count: int) -> None:
                             content=f"entry {seq} " + "words " * 20, author="seed",
                             created_at=base + timedelta(milliseconds=seq), prev_hash=prev)
         entry.hash = entry_hash(prev, entry.chained_fields())
+        checkpoints.seal(entry)
         prev = entry.hash
         rows.append(entry)
     MemoryEntry.objects.bulk_create(rows, batch_size=2_000)

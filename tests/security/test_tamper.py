@@ -284,8 +284,9 @@ def test_a_changed_stored_hash_is_named_as_such(chained):
     flip_field("alpha", 4, "hash")
     report = verify(chained.project)
     assert report.problems[0].message.endswith("the stored hash of seq 4 was altered")
-    # The checkpoint at seq 4 recorded the true hash, so it disagrees as well.
-    assert kinds(report) == {"chain_broken", "fork"}
+    # The checkpoint at seq 4 recorded the true hash, so it disagrees as well,
+    # and the entry's MAC signs the true hash.
+    assert kinds(report) == {"chain_broken", "fork", "forged_entry"}
 
 
 def test_a_changed_prev_hash_is_named_as_a_broken_link(chained):
@@ -379,16 +380,24 @@ def test_a_replaced_last_entry_is_a_head_hash_mismatch(chained):
     fork("alpha", COUNT)
     report = verify(chained.project)
     assert (report.ok, report.entries, report.first_bad_seq) == (False, COUNT, COUNT)
-    (problem,) = report.problems
+    forged, problem = report.problems
+    assert (forged.kind, forged.seq) == ("forged_entry", COUNT)
     assert problem.kind == "fork"
     assert problem.message.startswith(f"head hash mismatch at seq {COUNT}:")
 
 
-def test_a_fork_without_a_checkpoint_is_undetectable(signed, alpha):
+def test_a_fork_without_a_checkpoint_fails_the_entries_mac(signed, alpha):
+    """Re-chained without the signing key: no checkpoint is needed to see it (issue 34 §1)."""
     for seq in range(1, COUNT + 1):
         _append(alpha.project, seq)
-    fork("alpha", COUNT)
-    assert verify(alpha.project).ok is True
+    fork("alpha", COUNT - 2)
+    report = verify(alpha.project)
+    assert (report.ok, report.first_bad_seq) == (False, COUNT - 2)
+    (problem,) = report.problems
+    assert problem.kind == "forged_entry"
+    assert problem.message == (
+        f"the entry at seq {COUNT - 2} fails its MAC: it was inserted or re-chained without "
+        "GedWeb's signing key (a forged entry or redaction record) (2 later entries fail too)")
 
 
 # --- the checkpoints themselves -----------------------------------------------------------------
@@ -472,8 +481,8 @@ def test_checkpoints_survive_a_key_rotation_through_the_fallbacks(chained, setti
     old_id = checkpoints.key_id(old)
     settings.SIGNING_KEY = NEW_KEY
     report = verify(chained.project)
-    assert kinds(report) == {"forged_checkpoint"}
-    # Each one names the key it lacks, in the table and in the file.
+    assert kinds(report) == {"forged_checkpoint", "forged_entry"}
+    # Each one names the key it lacks: the entries, the table and the file.
     assert all(f"signed with key {old_id}" in p.message and "GEDWEB_SIGNING_KEY_FALLBACKS"
                in p.message for p in report.problems)
     settings.SIGNING_KEY_FALLBACKS = [old]
@@ -544,8 +553,9 @@ def test_v1_lines_and_rows_without_a_key_id_still_verify(chained, memory_root, s
     assert verify(chained.project).ok is True
     settings.SIGNING_KEY_FALLBACKS = []
     report = verify(chained.project)
-    assert kinds(report) == {"forged_checkpoint"}
-    assert all("fails its HMAC" in p.message for p in report.problems)
+    assert kinds(report) == {"forged_checkpoint", "forged_entry"}
+    assert all("fails its HMAC" in p.message for p in report.problems
+               if p.kind == "forged_checkpoint")
 
 
 def test_a_torn_last_line_is_ignored_and_cut_before_the_next_append(chained, memory_root):
@@ -598,9 +608,18 @@ def test_the_file_catches_up_with_rows_it_missed(chained, memory_root):
 
 def test_a_rewritten_history_cannot_take_over_a_recorded_seq(chained):
     fork("alpha", COUNT)
-    # The same seq is on record: the first record stays the evidence.
+    # The rewritten entry fails its MAC: no checkpoint signs over it.
+    with pytest.raises(checkpoints.UnsignedEntry, match=f"the entry at seq {COUNT} fails"):
+        checkpoints.take("alpha", COUNT, row("alpha", COUNT)["hash"])
+    # Signed by someone holding the key, the same seq is on record already:
+    # the first record stays the evidence.
+    with triggers_off() as cursor:
+        cursor.execute(f"UPDATE {ENTRIES} SET mac = %s WHERE project_id = %s AND seq = %s",
+                       [checkpoints.entry_mac("alpha", COUNT, row("alpha", COUNT)["hash"]),
+                        "alpha", COUNT])
     assert checkpoints.take("alpha", COUNT, row("alpha", COUNT)["hash"]) is None
     assert kinds(verify(chained.project)) == {"fork"}
+    assert ChainCheckpoint.objects.filter(project_id="alpha").count() == len(SAMPLE)
 
 
 # --- when checkpoints are taken -----------------------------------------------------------------
@@ -632,8 +651,9 @@ def test_appends_between_checkpoints_never_touch_the_checkpoint_table(
             django_capture_on_commit_callbacks(execute=True):
         _append(alpha.project, 3)
     touching = [q["sql"] for q in queries.captured_queries if CHECKPOINTS in q["sql"]]
-    # One INSERT, and one read of the rows the file has not seen yet.
-    assert len(touching) == 2 and touching[0].startswith("INSERT")
+    # One read of the newest checkpoint (the entries since must carry their
+    # MACs), one INSERT, and one read of the rows the file has not seen yet.
+    assert len(touching) == 3 and touching[1].startswith("INSERT")
 
 
 def test_with_a_follower_the_append_writes_the_row_and_the_follower_the_line(
@@ -727,8 +747,9 @@ def test_doctor_fails_naming_the_fork(chained):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 1
     chain = [line for line in failures(lines) if ": chain:" in line]
-    assert len(chain) == 1
-    assert chain[0].startswith(f"FAIL alpha: chain: head hash mismatch at seq {COUNT}:")
+    assert len(chain) == 2
+    assert chain[0].startswith(f"FAIL alpha: chain: the entry at seq {COUNT} fails its MAC")
+    assert chain[1].startswith(f"FAIL alpha: chain: head hash mismatch at seq {COUNT}:")
 
 
 def test_doctor_checkpoints_a_healthy_chain(signed, alpha):

@@ -73,6 +73,10 @@ class Command(GedWebCommand):
             "--interval", type=float, default=0.5, help="seconds between follower passes"
         )
         mirror_parser.add_argument(
+            "--force", action="store_true",
+            help="--rebuild even a memory that fails verification (the mirror may be the "
+            "last copy of what the database held)")
+        mirror_parser.add_argument(
             "--once", action="store_true", help="with --follow: one catch-up pass, then exit"
         )
 
@@ -187,7 +191,7 @@ class Command(GedWebCommand):
         return list(Project.objects.order_by("id"))
 
     def _mirror(self, *, project: str | None, check: bool, rebuild: bool, follow: bool,
-                interval: float, once: bool, **_: Any) -> None:
+                interval: float, once: bool, force: bool = False, **_: Any) -> None:
         projects = self._projects(project)
         if check:
             drifted = [p.pk for p in projects if not mirror.check(p)]
@@ -200,6 +204,10 @@ class Command(GedWebCommand):
                 raise CommandError(f"{len(drifted)} mirror(s) drifted", returncode=1)
         elif rebuild:
             for target in projects:
+                if not force:
+                    # A rebuild over a forged or broken record would erase
+                    # the mirror's copy, the one signal left outside the database.
+                    self._fail_unless_intact(target.pk, checkpoints.verify(target.pk))
                 try:
                     mirror.rebuild(target)
                 except (mirror.MirrorPathError, OSError) as exc:
