@@ -72,7 +72,9 @@ ENTRY_MAC_SALT = "gedweb.memory.MemoryEntry.v1"
 _KEY_ID_SALT = "gedweb.memory.ChainCheckpoint.key-id"
 _HEX = frozenset("0123456789abcdef")
 _TAIL_PROBE_BYTES = 4096
-_PROBLEM_ORDER = (
+# Every kind verify() reports, in the order it lists them: what locates a
+# break first, then what is wrong with the evidence itself.
+PROBLEM_KINDS = (
     "chain_broken", "forged_entry", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
     "unreadable_checkpoints",
 )
@@ -681,7 +683,7 @@ def verify(project_id: str) -> VerifyReport:
             + " (the entry was replaced, or history up to it was rewritten)",
         ))
     # What locates a break first, then what is wrong with the evidence itself.
-    problems.sort(key=lambda problem: _PROBLEM_ORDER.index(problem.kind))
+    problems.sort(key=lambda problem: PROBLEM_KINDS.index(problem.kind))
     located = [problem.seq for problem in problems
                if problem.kind in ("chain_broken", "forged_entry", "truncated", "fork")]
     matching = [c for c in checkpoints if stored.get(c.seq) == c.hash]

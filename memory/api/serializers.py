@@ -24,6 +24,7 @@ from gedweb.api.serializers import (
 )
 from gedweb.lib.ids import CATEGORY, PROJECT_ID
 from gedweb.validation import validate_text
+from memory import checkpoints
 from memory.models import MemoryEntry, format_timestamp
 from memory.recall import documents, ranking
 from memory.validators import (
@@ -311,12 +312,7 @@ class ChainCheckpointSerializer(OutputSerializer):
 
 
 class VerifyProblemSerializer(OutputSerializer):
-    kind = serializers.ChoiceField(
-        choices=[
-            "chain_broken", "truncated", "fork", "forged_checkpoint", "deleted_checkpoint",
-            "unreadable_checkpoints",
-        ]
-    )
+    kind = serializers.ChoiceField(choices=list(checkpoints.PROBLEM_KINDS))
     seq = serializers.IntegerField(allow_null=True)
     message = serializers.CharField()
 
