@@ -165,11 +165,25 @@ def test_production_refuses_a_weak_fallback_key_naming_its_position(tmp_path):
 
 @pytest.mark.parametrize("name", ["GEDWEB_ADMIN_TOKEN", "GEDWEB_MEMORY_WRITE_TOKEN"])
 @pytest.mark.parametrize("weak", ["a" * 36, "ab" * 20, "0123456" * 6,
-                                  "change-me-admin-token-0123456789"])
-def test_production_refuses_a_token_with_too_little_variety(tmp_path, name, weak):
+                                  "change-me-admin-token-0123456789",
+                                  # issue 34 §7: long, varied enough for a length rule
+                                  "passwordpasswordpasswordpassword123",
+                                  "qwertyuiopasdfghjklzxcvbnm123456",
+                                  "Tr0ub4dor&3Tr0ub4dor&3Tr0ub4dor&3xx"])
+def test_production_refuses_a_guessable_token(tmp_path, name, weak):
     completed = start(tmp_path, **production(**{name: weak}))
     assert_refused(completed, name)
+    if weak != "change-me-admin-token-0123456789":  # refused as the README's example
+        assert f"{name} is guessable: about 10^" in completed.stderr
     assert weak not in completed.stderr
+
+
+@pytest.mark.parametrize("make", [lambda: secrets.token_hex(16), lambda: secrets.token_urlsafe(24)])
+def test_random_tokens_pass_the_strength_estimate(make):
+    from gedweb.installation import token_problem
+
+    for _ in range(50):
+        assert token_problem("GEDWEB_ADMIN_TOKEN", make()) is None
 
 
 def test_production_names_every_weak_secret_at_once(tmp_path):
