@@ -99,6 +99,28 @@ def _indexer_wanted():
 
 
 def when_ready(server):
+    _start_indexer(server)
+    _print_banner(server)
+
+
+def _print_banner(server):
+    """Where things are and what is on (gedweb/banner.py), once, when the workers are ready.
+
+    Reading the settings here loads them in the master; it never stops the
+    server: a banner that cannot be made is one log line.
+    """
+    import sys
+
+    try:
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gedweb.settings")
+        from gedweb.banner import startup_banner
+
+        print(startup_banner(server.cfg.bind[0]), file=sys.stderr, flush=True)
+    except Exception as exc:
+        server.log.warning("no start banner: %s", exc)
+
+
+def _start_indexer(server):
     if not _indexer_wanted():
         server.log.info("recall indexer: not started (GEDWEB_RECALL_INDEXER or MODEL is off)")
         return

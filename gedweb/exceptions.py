@@ -86,6 +86,17 @@ class PayloadTooLarge(drf.APIException):
     default_code = "payload_too_large"
 
 
+class NoAdminToken(drf.NotAuthenticated):
+    """An admin endpoint on a server without GEDWEB_ADMIN_TOKEN: 401 to every caller.
+
+    Its message says the server has none instead of blaming the caller's
+    token; it is the same whatever was sent, so it reveals nothing about it.
+    """
+
+    default_detail = ("this server has no admin token: GEDWEB_ADMIN_TOKEN is not set, so its "
+                      "admin endpoints (creating and listing projects) are off")
+
+
 _STATUS_CODES: list[tuple[type[Exception], int, str]] = [
     (MemoryWriteForbidden, 403, "memory_write_forbidden"),
     (PayloadTooLarge, 413, "payload_too_large"),
@@ -182,7 +193,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         if isinstance(exc, exc_type):
             # 401 and 404 bodies never vary, so they reveal nothing about
             # which token or which project was tried.
-            message = _FIXED_MESSAGES.get(status) or str(getattr(exc, "detail", "")) or code
+            message = (str(exc.detail) if isinstance(exc, NoAdminToken)
+                       else _FIXED_MESSAGES.get(status) or str(getattr(exc, "detail", "")) or code)
             retry_after = None
             if isinstance(exc, drf.Throttled):
                 # DRF sets wait in Throttled.__init__; drf-stubs do not declare it.

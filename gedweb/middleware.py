@@ -67,13 +67,15 @@ class RequestShapeMiddleware:
 
 
 class OwnNotFoundPageMiddleware:
-    """A page that is not there is the site's own 404 page, in development too.
+    """A page that is not there is the site's own 404 page, with DEBUG on too.
 
-    With DEBUG on (``make run``'s development mode) Django answers a 404 with
-    its technical page, which lists every URL pattern of the site; people
-    reading memory should meet the page production shows them. Any HTML 404
-    outside /v1 is replaced (the API's 404s are JSON already), so a missing
-    entry, a project the reader may not see and an unknown route read alike.
+    With DEBUG on (``DJANGO_DEBUG=true``) Django answers a 404 with its
+    technical page, which lists every URL pattern of the site; people
+    reading memory should meet the page production shows them, and clients
+    of /v1 the JSON error shape (a path no route matches, such as
+    ``/v1/projects/%0a``, never reaches the API's own 404). Any HTML 404 is
+    replaced, so a missing entry, a project the reader may not see and an
+    unknown route read alike.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -82,7 +84,6 @@ class OwnNotFoundPageMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if (settings.DEBUG and response.status_code == 404
-                and response.get("Content-Type", "").startswith("text/html")
-                and not is_api_path(request.path_info)):
+                and response.get("Content-Type", "").startswith("text/html")):
             return page_not_found(request, Http404())
         return response

@@ -18,9 +18,26 @@ and graceful shutdown. gunicorn.conf.py names it as worker_class.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from gunicorn import util  # type: ignore[import-untyped]
+from gunicorn.http.errors import (  # type: ignore[import-untyped]
+    LimitRequestHeaders,
+    LimitRequestLine,
+)
 from gunicorn.workers.gthread import ThreadWorker  # type: ignore[import-untyped]
+
+# What gunicorn refuses before the application sees the request, as the API
+# answers everything else: the JSON error shape, not gunicorn's HTML page.
+# gunicorn has not read the path yet (the line itself is what it refused), so
+# every such answer is JSON: the API is what sends long query strings.
+_TOO_LARGE = {
+    LimitRequestLine: (414, "URI Too Long",
+                       "the request line is longer than the server accepts (8190 bytes)"),
+    LimitRequestHeaders: (431, "Request Header Fields Too Large",
+                          "the request headers are larger than the server accepts"),
+}
 
 
 class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
@@ -44,3 +61,21 @@ class BalancedThreadWorker(ThreadWorker):  # type: ignore[misc]
         if self.busy_threads >= self.cfg.threads:
             self.set_accept_enabled(False)
         super().wait_for_and_dispatch_events(timeout)
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        refused = next((answer for kind, answer in _TOO_LARGE.items()
+                        if isinstance(exc, kind)), None)
+        if refused is None:
+            super().handle_error(req, client, addr, exc)
+            return
+        from gedweb.exceptions import error_body  # the app is loaded in a worker
+
+        status, reason, message = refused
+        self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
+        body = json.dumps(error_body("bad_request", message)).encode()
+        head = (f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        try:
+            util.write_nonblock(client, head.encode("latin-1") + body)
+        except Exception:  # noqa: BLE001 - the client may be gone; gunicorn does the same
+            self.log.debug("Failed to send error message.")

@@ -62,7 +62,11 @@ def _addresses(name: str) -> list[str]:
 
 
 PRODUCTION = _bool("GEDWEB_PRODUCTION", False)
-DEBUG = not PRODUCTION
+# Off unless asked for, as Django's own default is, in development too: the
+# error pages a newcomer meets are the ones production shows.
+DEBUG = _bool("DJANGO_DEBUG", False)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DJANGO_DEBUG cannot be true in production mode")
 
 # The reverse proxies whose X-Forwarded-Proto and X-Forwarded-For are
 # believed; from any other client those headers mean nothing. gunicorn.conf.py

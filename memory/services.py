@@ -27,6 +27,7 @@ from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from gedweb.lib.digest import sha256_text
 from gedweb.validation import collect_errors, validation_error_line
 from memory import checkpoints, metrics, mirror, quotas, secret_scan
+from memory.demo import DEMO_PROJECT_ID, DEMO_PROJECT_NAME, DEMO_TOKEN, DEMO_TOKEN_NAME
 from memory.locks import lock_project
 from memory.models import (
     Membership,
@@ -54,10 +55,6 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 DEFAULT_TOKEN_NAME = "default"
-DEMO_PROJECT_ID = "demo"
-DEMO_PROJECT_NAME = "Demo project"
-DEMO_TOKEN = "demo-local-token"
-DEMO_TOKEN_NAME = "demo"
 CLI_AUTHOR = "cli"
 
 logger = logging.getLogger("memory.services")

@@ -6,11 +6,10 @@ import hmac
 from typing import Any
 
 from django.conf import settings
-from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from gedweb.exceptions import MemoryWriteForbidden
+from gedweb.exceptions import MemoryWriteForbidden, NoAdminToken
 from memory.models import hash_token
 
 MEMORY_TOKEN_HEADERS = ("HTTP_X_MEMORY_TOKEN", "HTTP_X_FERRYMAN_MEMORY_TOKEN")
@@ -25,11 +24,22 @@ class IsAdmin(BasePermission):
     message = "this endpoint needs the admin token"
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if not settings.ADMIN_TOKEN:
-            # No admin token configured: admin endpoints are refused (401) for
-            # every bearer, never merely forbidden to some (contract section 1).
-            raise NotAuthenticated()
         return bool(request.user is not None and getattr(request.user, "is_admin", False))
+
+
+class AdminEndpoint:
+    """A view for the admin token alone: a mixin before GedWebAPIView, with IsAdmin.
+
+    On a server without GEDWEB_ADMIN_TOKEN such an endpoint is off: 401 for
+    every caller, never merely forbidden to some (contract section 1), and
+    before any token is looked at, so the answer says that the server has
+    none instead of blaming the caller's.
+    """
+
+    def perform_authentication(self, request: Request) -> None:
+        if not settings.ADMIN_TOKEN:
+            raise NoAdminToken()
+        super().perform_authentication(request)  # type: ignore[misc]  # a mixin of APIView
 
 
 def memory_write_allowed(request: Request) -> bool:

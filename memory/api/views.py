@@ -35,7 +35,7 @@ from gedweb.lib.mirror import render_chunks
 from gedweb.pagination import keyset_slice
 from memory import documents, selectors, services
 from memory.api import serializers as s
-from memory.api.permissions import IsAdmin
+from memory.api.permissions import AdminEndpoint, IsAdmin
 from memory.exports import documents_export_response, memory_export_response
 from memory.models import MemoryCandidate, MemoryEntry, Project
 from memory.querysets import seq_order_key
@@ -43,7 +43,7 @@ from memory.querysets import seq_order_key
 # --- projects --------------------------------------------------------------
 
 
-class ProjectListView(GedWebAPIView):
+class ProjectListView(AdminEndpoint, GedWebAPIView):
     permission_classes = [IsAdmin]
 
     @extend_schema(

@@ -127,6 +127,36 @@ def test_it_runs_several_workers_without_a_secret_key(made_run: MadeRun) -> None
     assert len(made_run.worker_pids()) == made_run.configured_workers()
 
 
+def test_it_prints_where_things_are_and_names_no_secret(made_run: MadeRun) -> None:
+    """Issue 36 §1: the start banner, as a newcomer meets it."""
+    log = made_run.log_text()
+    base = made_run.base
+    for line in (f"GedWeb is ready at {base}/", f"  admin       {base}/admin/",
+                 f"  API docs    {base}/v1/docs", f"  MCP         {base}/mcp",
+                 f"  health      {base}/healthz",
+                 "  demo        project 'demo', token 'demo-local-token'",
+                 "  admin token set (GEDWEB_ADMIN_TOKEN)",
+                 f"  data        {made_run.data_dir}",
+                 "  debug       off (DJANGO_DEBUG=true turns it on)"):
+        assert line in log
+    assert made_run.admin_token not in log
+
+
+@pytest.mark.parametrize(("path", "status"), [
+    # 1,000 four-byte characters, percent-encoded: longer than any line gunicorn reads.
+    ("/v1/projects/demo/memory?q=" + "%F0%9F%98%80" * 1000, 414),
+    ("/v1/projects/%0a", 404),
+])
+def test_what_the_server_refuses_under_v1_is_the_json_error_shape(made_run: MadeRun, path: str,
+                                                                   status: int) -> None:
+    """Issue 36 §2: gunicorn's own 414 and a path no route matches, as JSON."""
+    answer, body, headers = made_run.request("GET", path, DEMO_TOKEN)
+    assert answer == status
+    assert headers["content-type"] == "application/json"
+    assert set(body) == {"code", "message"}
+    assert body["code"] == ("bad_request" if status == 414 else "not_found")
+
+
 def test_one_login_holds_on_every_worker_over_plain_http(people: MadeRun) -> None:
     """The issue's check: 12 navigations after one login, each on a new connection."""
     status, page, headers = people.request("GET", "/accounts/login/", headers={"Accept": "*/*"})

@@ -1,6 +1,6 @@
 """A gunicorn site started as `make run` starts it, seeded for the browser tests.
 
-The server is tests.live_server.LiveGunicorn (gunicorn.conf.py, DEBUG on, two
+The server is tests.live_server.LiveGunicorn (gunicorn.conf.py, development mode, two
 workers, its own database); the data is written by a seeding module's
 ``main()`` run through ``manage.py shell`` against that database, which
 prints one JSON line of facts the tests need (paths, ids, hashes).

@@ -1,7 +1,7 @@
 """Every team page in a real browser, on a phone and a desktop, against `make run`'s server.
 
 A gunicorn started as `make run` starts it (gunicorn.conf.py, development
-mode: DEBUG on) serves a site seeded with text that breaks layouts
+mode, DEBUG off as there) serves a site seeded with text that breaks layouts
 (tests/pages/hostile.py). A viewer and an operator log in through the form;
 every page, at 390 and 1280 px, must be no wider than the viewport, pass
 axe-core with no serious or critical violation, and show where keyboard focus

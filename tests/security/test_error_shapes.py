@@ -236,6 +236,18 @@ def test_a_disallowed_host_under_v1_is_the_json_400(
 
 
 @pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+@pytest.mark.parametrize("path", ["/v1/projects/%0a", "/v1/projects/%0a/memory",
+                                  "/v1/no-such-route", "/v1/projects/alpha/memory/x/y/z"])
+def test_a_path_no_route_matches_under_v1_is_the_json_404(db: None, settings: Any, debug: bool,
+                                                         path: str) -> None:
+    """With DEBUG on, Django's technical 404 would list every URL pattern (issue 36 §2)."""
+    settings.DEBUG = debug
+    response = Client().get(path)
+    assert_json_error(response, 404, "not_found")
+    assert b"URLconf" not in response.content and b"urlpatterns" not in response.content
+
+
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
 def test_a_disallowed_host_elsewhere_is_the_plain_400_page(
     db: None, settings: Any, caplog: pytest.LogCaptureFixture, debug: bool
 ) -> None:

@@ -192,6 +192,14 @@ def test_production_names_every_weak_secret_at_once(tmp_path):
     assert_refused(completed, "DJANGO_SECRET_KEY", "GEDWEB_ADMIN_TOKEN")
 
 
+def test_production_refuses_debug(tmp_path):
+    assert_refused(start(tmp_path, **production(DJANGO_DEBUG="true")), "DJANGO_DEBUG")
+
+
+def test_debug_is_on_only_when_asked_for(tmp_path):
+    assert json.loads(start(tmp_path, SHOW, DJANGO_DEBUG="true").stdout)["DEBUG"] is True
+
+
 def test_production_refuses_the_demo_project(tmp_path):
     assert_refused(
         start(tmp_path, **production(GEDWEB_DEMO_PROJECT="true")), "GEDWEB_DEMO_PROJECT"
@@ -249,12 +257,12 @@ def test_boolean_variables_accept_the_usual_spellings(tmp_path, value, expected)
 # --- development defaults ---------------------------------------------------------------
 
 
-def test_development_defaults_have_debug_and_the_demo_project(tmp_path):
+def test_development_defaults_have_the_demo_project_and_debug_off(tmp_path):
     completed = start(tmp_path, SHOW)
     assert completed.returncode == 0, completed.stderr
     shown = json.loads(completed.stdout)
     assert shown["PRODUCTION"] is False
-    assert shown["DEBUG"] is True
+    assert shown["DEBUG"] is False  # issue 36 §2: Django's own default
     assert shown["DEMO_PROJECT"] is True
     assert shown["MIRROR_WRITER"] == "inline"
     assert shown["ADMIN_TOKEN"] is None
