@@ -29,7 +29,6 @@ from governance.context import (
 )
 from governance.models import WorkItem
 
-
 SESSION_MAX_CHARS = 128
 # An agent's session id (Claude Code's is a uuid): printable ASCII, no space.
 SESSION_VALIDATOR = RegexValidator(r"\A[\x21-\x7e]+\Z",
