@@ -301,10 +301,14 @@ def _merge_codex_config(path: str, before: bytes | None, settings: Settings,
     if "mcp_servers" not in document:
         parent = tomlkit.table(is_super_table=True)
         document.add("mcp_servers", parent)
+    elif list(document.keys())[-1] != "mcp_servers":
+        # Tables follow: keep the blank line TOML files put between tables.
+        table.add(tomlkit.nl())
     parent = document["mcp_servers"]
     if SERVER_NAME in parent:
-        del parent[SERVER_NAME]
-    parent.add(SERVER_NAME, table)
+        parent[SERVER_NAME] = table  # replaced where it stands
+    else:
+        parent.add(SERVER_NAME, table)
     written = tomlkit.dumps(document)
     if not written.endswith("\n"):
         written += "\n"

@@ -732,7 +732,7 @@ def _init(args: argparse.Namespace) -> int:
         _complain("init writes --url into files: give it without a user, password, query "
                   "or fragment")
         return EXIT_USAGE
-    if not PROJECT_ID_RE.match(args.project):
+    if not PROJECT_ID_RE.fullmatch(args.project):
         _complain(f"--project: not a project id: {args.project!r}")
         return EXIT_USAGE
     root = Path(args.path)
