@@ -277,7 +277,9 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
         # A keyword candidate the semantic list left out still has a cosine.
         entry_semantic.update(cosine([key for key, _ in keyword_best
                                       if key not in entry_semantic]))
-        cosines = {**entry_semantic, **section_cosines}
+        cosines = {**section_cosines}
+        for entry_id, value in entry_semantic.items():
+            cosines[entry_id] = value
         scores = blend(cosines, dict(keyword_best),
                        semantic_weight(text), keyword_more=dict(section_keyword))
     order = _order(scores)
