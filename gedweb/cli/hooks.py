@@ -170,7 +170,9 @@ def run(event: str, *, project: str, url: str, token: str | None, memory_token: 
         try:
             data = read_input(stdin)
             remaining = max(0.05, deadline - (time.monotonic() - started))
-            client = Client(url, token, memory_token, timeout=remaining, max_attempts=1)
+            # The plain-http warning joins the hook's one stderr line.
+            client = Client(url, token, memory_token, timeout=remaining, max_attempts=1,
+                            warn=lambda line: outcome.setdefault("warning", line))
             try:
                 if event == "session-start":
                     outcome["output"] = session_start(client, project, data)
@@ -195,15 +197,16 @@ def run(event: str, *, project: str, url: str, token: str | None, memory_token: 
     worker = threading.Thread(target=work, name=f"gedweb-hook-{event}", daemon=True)
     worker.start()
     worker.join(max(0.0, deadline - (time.monotonic() - started)))
+    warning = f" (warning: {outcome['warning']})" if "warning" in outcome else ""
     if worker.is_alive():
-        complain(f"hook {event}: no answer within {deadline:g} s; no context given")
+        complain(f"hook {event}: no answer within {deadline:g} s; no context given{warning}")
         return 0
     if "problem" in outcome:
-        complain(f"hook {event}: {outcome['problem']}; no context given"
-                 if event != "session-end" else f"hook {event}: {outcome['problem']}")
+        given = "" if event == "session-end" else "; no context given"
+        complain(f"hook {event}: {outcome['problem']}{given}{warning}")
         return 0
-    if "note" in outcome:
-        complain(outcome["note"])
+    if "note" in outcome or warning:
+        complain(outcome.get("note", f"hook {event}") + warning)
     if outcome.get("output"):
         stdout.write(outcome["output"])
         stdout.flush()

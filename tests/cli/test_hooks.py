@@ -330,3 +330,11 @@ def test_a_blank_or_oversized_handoff_is_not_proposed(server, tmp_path, content)
     assert (done.returncode, done.stdout) == (0, "")
     assert server.candidates() == before
     assert (tmp_path / ".gedweb" / "handoff.md").exists()
+
+
+def test_the_plain_http_warning_joins_the_one_stderr_line():
+    token = "gwp_" + "p1ain" * 8
+    done = hook("prompt", prompt_input("orders"), url="http://gedweb.invalid:8787", token=token,
+                GEDWEB_HOOK_DEADLINE="2")
+    line = _fails_open(done, token)
+    assert "(warning: sending a token over plain http:// to gedweb.invalid" in line
