@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import quote_plus
 
 from gedweb.cli.agents import HANDOFF_FILE
 from gedweb.cli.client import ApiError, Client, NetworkError
@@ -45,6 +46,9 @@ HANDOFF_VARIABLE = "GEDWEB_HANDOFF"
 # GET /context's task is at most 1,000 characters; recall's model reads
 # about that much of a text anyway (256 tokens).
 MAX_TASK_CHARS = 1_000
+# The task travels in the request line, which gunicorn.conf.py caps at 8,190
+# bytes: 1,000 characters of CJK text would be 9,000 once percent-encoded.
+MAX_TASK_QUERY_BYTES = 6_000
 DEFAULT_PROMPT_BUDGET = 500
 MAX_INPUT_BYTES = 1 << 20
 # A memory entry's content is at most 32,000 UTF-8 bytes (the contract).
@@ -103,11 +107,23 @@ def session_start(client: Client, project: str, data: dict[str, Any]) -> str | N
     return hook_output("session-start", bundle)
 
 
+def prompt_task(text: str) -> str:
+    """The prompt as GET /context's task: its first 1,000 characters, and no more than
+    MAX_TASK_QUERY_BYTES once percent-encoded."""
+    kept, size = [], 0
+    for character in text.strip()[:MAX_TASK_CHARS]:
+        size += len(quote_plus(character))
+        if size > MAX_TASK_QUERY_BYTES:
+            break
+        kept.append(character)
+    return "".join(kept)
+
+
 def prompt(client: Client, project: str, data: dict[str, Any], budget: int) -> str | None:
     text = data.get("prompt")
     if not isinstance(text, str) or not text.strip():
         return None  # nothing asked, nothing recalled
-    task = text.strip()[:MAX_TASK_CHARS]
+    task = prompt_task(text)
     recalled = client.context(project, task=task, budget=budget, session=_session(data),
                               only="recalled")
     return hook_output("prompt", recalled) if recalled else None

@@ -338,3 +338,10 @@ def test_the_plain_http_warning_joins_the_one_stderr_line():
                 GEDWEB_HOOK_DEADLINE="2")
     line = _fails_open(done, token)
     assert "(warning: sending a token over plain http:// to gedweb.invalid" in line
+
+
+def test_a_long_prompt_in_a_wide_script_still_fits_the_request_line(server):
+    # 1,000 CJK characters are 9,000 bytes percent-encoded: over gunicorn's request line.
+    text = "why does the upload client reset connections? " + "接続" * 600
+    done = hook("prompt", prompt_input(text), url=server.url, token=server.token)
+    assert done.returncode == 0 and done.stderr == ""
