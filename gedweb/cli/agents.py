@@ -29,13 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomlkit
+from gedweb.cli.hooks import HANDOFF_FILE
 
 AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "gedweb"
-# Where an agent leaves a handoff for `gedweb hook session-end` (the
-# instructions block names it; docs/agents.md).
-HANDOFF_FILE = ".gedweb/handoff.md"
 BLOCK_BEGIN = "<!-- gedweb:begin (written by `gedweb init`; --force rewrites it) -->"
 BLOCK_END = "<!-- gedweb:end -->"
 HOOK_TIMEOUT = 10  # seconds Claude Code gives a hook; gedweb's own deadline is 2 s
@@ -276,6 +273,9 @@ def _merge_whole_file(path: str, before: bytes | None, text: str, settings: Sett
 
 def _merge_codex_config(path: str, before: bytes | None, settings: Settings,
                         conflicts: list[str]) -> bytes:
+    # Imported here: `gedweb hook` starts within its deadline without it.
+    import tomlkit
+
     entry = codex_mcp_entry(settings)
     text = "" if before is None else before.decode("utf-8", errors="strict")
     try:

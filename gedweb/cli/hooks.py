@@ -36,11 +36,15 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote_plus
 
-from gedweb.cli.agents import HANDOFF_FILE
 from gedweb.cli.client import ApiError, Client, NetworkError
 
 EVENTS = ("session-start", "prompt", "session-end")
+# Where an agent leaves a handoff for session-end (the instructions block
+# that `gedweb init` writes names it; docs/agents.md).
+HANDOFF_FILE = ".gedweb/handoff.md"
 DEFAULT_DEADLINE = 2.0
+# Kept back from the deadline for leaving: flushing and the exit itself.
+EXIT_MARGIN = 0.1
 DEADLINE_VARIABLE = "GEDWEB_HOOK_DEADLINE"
 HANDOFF_VARIABLE = "GEDWEB_HANDOFF"
 # GET /context's task is at most 1,000 characters; recall's model reads
@@ -60,6 +64,27 @@ HOOK_EVENT_NAMES = {"session-start": "SessionStart", "prompt": "UserPromptSubmit
 
 class HookProblem(Exception):
     """Why a hook gives nothing: the one line it says on stderr."""
+
+
+def process_started() -> float:
+    """When this process started, on time.monotonic()'s clock.
+
+    The deadline counts the interpreter's start and the imports too, which
+    are a good part of it: on Linux from the process's start time in
+    /proc (to a clock tick), elsewhere from now.
+    """
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as stream:
+            # Field 22, after the command name in parentheses (which may hold spaces).
+            fields = stream.read().rsplit(b")", 1)[1].split()
+        with open("/proc/uptime", "rb") as stream:
+            uptime = float(stream.read().split()[0])
+        ticks = os.sysconf("SC_CLK_TCK")
+        age = uptime - int(fields[19]) / ticks
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - age if 0 <= age < 60 else now
 
 
 def deadline_seconds(environ: dict[str, str] | os._Environ[str] = os.environ) -> float:
@@ -212,7 +237,7 @@ def run(event: str, *, project: str, url: str, token: str | None, memory_token: 
 
     worker = threading.Thread(target=work, name=f"gedweb-hook-{event}", daemon=True)
     worker.start()
-    worker.join(max(0.0, deadline - (time.monotonic() - started)))
+    worker.join(max(0.0, deadline - EXIT_MARGIN - (time.monotonic() - started)))
     warning = f" (warning: {outcome['warning']})" if "warning" in outcome else ""
     if worker.is_alive():
         complain(f"hook {event}: no answer within {deadline:g} s; no context given{warning}")

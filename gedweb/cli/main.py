@@ -14,14 +14,12 @@ import os
 import re
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from gedweb.checkout import archive, sync
 from gedweb.cli import agents, hooks
 from gedweb.cli.client import (
     DEFAULT_URL,
@@ -680,6 +678,10 @@ def _candidates(args: argparse.Namespace, client: Client, parser: argparse.Argum
 
 def _sync(args: argparse.Namespace, client: Client, out: Output) -> int:
     """gedweb push and pull (docs/interop.md, "Over HTTP"); a local refusal is exit 1."""
+    # Imported here: the checkout engine is most of the CLI's start-up, which
+    # `gedweb hook` pays within its 2 s.
+    from gedweb.checkout import archive, sync
+
     root = Path(args.path)
     try:
         if args.command == "push":
@@ -807,7 +809,7 @@ def _complain(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    started = time.monotonic()
+    started = hooks.process_started()
     words = list(sys.argv[1:] if argv is None else argv)
     Parser.secrets = tuple(secret_values(words))
     if _command_word(words) == "hook":
