@@ -291,10 +291,11 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.ContextDelivery",
         "storage": "database",
-        "producer": "governance.context.context_deliver (GET /context)",
+        "producer": "governance.context.context_deliver (GET /context, also from `gedweb hook`)",
         "consumers": ["operators auditing what agents were told"],
         "authority": "machine-authority",
-        "lifecycle": f"{_APPEND_ONLY}; one row per delivered bundle with its sha256",
+        "lifecycle": f"{_APPEND_ONLY}; one row per delivered bundle with its sha256 and, "
+        "from a hook, the agent's session",
     },
     {
         "artifact": "governance.ContextBundle",

@@ -354,8 +354,8 @@ class SkillAdmin(ReadOnlyAdmin):
 
 @admin.register(ContextDelivery)
 class ContextDeliveryAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "project", "work", "author", "format", "sha256", "size",
-                    "recalled"]
+    list_display = ["created_at", "project", "work", "author", "session", "format", "sha256",
+                    "size", "recalled"]
     list_filter = ["format", ("project", ProjectFilter)]
     list_select_related = ["project", "work"]
-    search_fields = ["sha256", "author"]
+    search_fields = ["sha256", "author", "session"]

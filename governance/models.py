@@ -516,6 +516,10 @@ class ContextDelivery(AppendOnlyModel):
     # canonical JSON, best first; NULL when no task was given. Nullable, so
     # adding it kept SQLite's append-only triggers (an ALTER TABLE).
     recalled = models.TextField(null=True, blank=True)
+    # The agent's session that received the bundle (GET /context?session=,
+    # sent by `gedweb hook`); NULL when none was named. Nullable for the
+    # same reason as ``recalled``.
+    session = models.CharField(max_length=128, null=True, blank=True)
 
     class Meta:
         ordering = ["project_id", "-created_at"]

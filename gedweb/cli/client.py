@@ -391,10 +391,16 @@ class Client:
         return entry
 
     def context(self, project: str, work_id: str | None = None, task: str | None = None,
-                budget: int | None = None) -> str:
-        """The framed bundle; with ``task``, the entries recalled for it within ``budget``."""
+                budget: int | None = None, session: str | None = None,
+                only: str | None = None) -> str:
+        """The framed bundle; with ``task``, the entries recalled for it within ``budget``.
+
+        ``session`` names the agent's session in the delivery log; ``only="recalled"``
+        asks for the relevant recalled entries alone, "" when none is (204).
+        """
         return self.request("GET", self.project_path(project, "context"),
-                            query={"work_id": work_id, "task": task, "budget": budget}).text
+                            query={"work_id": work_id, "task": task, "budget": budget,
+                                   "session": session, "only": only}).text
 
     def standards(self, project: str) -> str:
         return self.request("GET", self.project_path(project, "standards")).text

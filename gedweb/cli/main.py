@@ -13,13 +13,14 @@ import math
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from gedweb.checkout import archive, sync
+from gedweb.cli import agents, hooks
 from gedweb.cli.client import (
     DEFAULT_URL,
     ApiError,
@@ -29,6 +30,7 @@ from gedweb.cli.client import (
     without_hashes,
 )
 from gedweb.lib.chain import CHAINED_FIELDS, CHAINED_FIELDS_V2, GENESIS_HASH, verify_chain
+from gedweb.lib.ids import PROJECT_ID_RE
 
 EXIT_OK = 0
 EXIT_REFUSED = 1  # server error status, or verification failed
@@ -142,9 +144,17 @@ class Parser(argparse.ArgumentParser):
     """
 
     secrets: tuple[str, ...] = ()
+    # `gedweb hook`: a usage error must not exit 2 (Claude Code would block the prompt).
+    failing_open = False
 
     def error(self, message: str) -> NoReturn:
+        if Parser.failing_open:
+            raise HookUsageError(redact(message, Parser.secrets))
         super().error(redact(message, Parser.secrets))
+
+
+class HookUsageError(Exception):
+    """A usage error of `gedweb hook`, which still exits 0 (hooks fail open)."""
 
 
 # --- showing text from the server -------------------------------------------------------------
@@ -470,6 +480,24 @@ def build_parser() -> argparse.ArgumentParser:
     command(commands, "standards", "print STANDARDS.md (the accepted instructions)")
     command(commands, "mcp", "run a Model Context Protocol server over stdio")
 
+    init = command(commands, "init", "write the files that wire GedWeb into an agent: its MCP "
+                                     "registration, hooks and instructions (no token)")
+    init.add_argument("agent", metavar="AGENT", choices=agents.AGENTS,
+                      help="claude-code, codex or cursor")
+    init.add_argument("path", metavar="PATH", nargs="?", default=".",
+                      help="the repository's root directory (default: the current one)")
+    init.add_argument("--dry-run", action="store_true",
+                      help="print what would change, as a diff, and write nothing")
+    init.add_argument("--force", action="store_true",
+                      help="replace a GedWeb entry that differs from what init writes")
+    hook = command(commands, "hook", "a Claude Code hook: reads its JSON on stdin, prints the "
+                                     "context it adds; always exits 0 (fails open)")
+    hook.add_argument("event", metavar="EVENT", choices=hooks.EVENTS,
+                      help="session-start, prompt or session-end")
+    hook.add_argument("--budget", type=_positive, default=hooks.DEFAULT_PROMPT_BUDGET,
+                      help="prompt: tokens (characters / 4) for the recalled entries "
+                           f"(default {hooks.DEFAULT_PROMPT_BUDGET})")
+
     push = command(commands, "push", "upload the checkout's GedPi layout and import it "
                                      "(ged_import on the server); prints its report")
     push.add_argument("path", metavar="PATH", nargs="?", default=".",
@@ -544,6 +572,8 @@ def run(args: argparse.Namespace, client: Client, parser: argparse.ArgumentParse
             raise ApiError(404, exc.code, f"no project {project!r} that this token can see",
                            exc.fields) from None
         return serve(client, project)
+    if args.command == "init":
+        return _init(args)
     if args.command == "context":
         out.text(client.context(project, args.work, args.task, args.budget))
     elif args.command == "standards":
@@ -648,6 +678,10 @@ def _candidates(args: argparse.Namespace, client: Client, parser: argparse.Argum
 
 def _sync(args: argparse.Namespace, client: Client, out: Output) -> int:
     """gedweb push and pull (docs/interop.md, "Over HTTP"); a local refusal is exit 1."""
+    # Imported here: the checkout engine is most of the CLI's start-up, which
+    # `gedweb hook` pays within its 2 s.
+    from gedweb.checkout import archive, sync
+
     root = Path(args.path)
     try:
         if args.command == "push":
@@ -692,6 +726,82 @@ def _pull_lines(result: dict[str, Any]) -> str:
         "nothing to pull"
 
 
+def _init(args: argparse.Namespace) -> int:
+    """gedweb init AGENT (gedweb/cli/agents.py): plan every file, then write or show it."""
+    url = args.url.rstrip("/")
+    parts = urlsplit(url)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        _complain("init writes --url into files: give it without a user, password, query "
+                  "or fragment")
+        return EXIT_USAGE
+    if not PROJECT_ID_RE.fullmatch(args.project):
+        _complain(f"--project: not a project id: {args.project!r}")
+        return EXIT_USAGE
+    root = Path(args.path)
+    settings = agents.Settings(project=args.project, url=url, force=args.force)
+    try:
+        changes = agents.plan(args.agent, root, settings)
+        secrets = [value for value in Parser.secrets if len(value) >= 12]
+        for change in changes:
+            if any(secret.encode() in change.after for secret in secrets):
+                raise agents.InitRefused(f"{change.path} would hold a token; nothing written")
+        if not args.dry_run:
+            agents.write(root, changes)
+    except agents.InitRefused as exc:
+        _complain(str(exc))
+        return EXIT_REFUSED
+    except OSError as exc:
+        _complain(f"cannot write: {exc}")
+        return EXIT_REFUSED
+    done = {"create": "created", "update": "updated", "unchanged": "unchanged"}
+    for change in changes:
+        if args.dry_run:
+            shown = "unchanged" if change.action == "unchanged" else f"would {change.action}"
+            sys.stdout.write(f"{shown} {change.path}\n")
+        else:
+            sys.stdout.write(f"{done[change.action]} {change.path}\n")
+    if args.dry_run:
+        sys.stdout.write("".join(change.diff() for change in changes))
+    sys.stdout.write("no token was written: the agent reads GEDWEB_TOKEN (and "
+                     "GEDWEB_MEMORY_TOKEN, to write) from its environment\n")
+    return EXIT_OK
+
+
+# Global options that take a value, to find the command's name among the words.
+_VALUE_OPTIONS = frozenset({"--url", "--endpoint", "--token", "--memory-token", "--timeout",
+                            "--format"})
+
+
+def _command_word(words: Sequence[str]) -> str | None:
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word.startswith("-"):
+            skip = word in _VALUE_OPTIONS
+        else:
+            return word
+    return None
+
+
+def _hook(words: list[str], started: float) -> int:
+    """gedweb hook EVENT: fails open, whatever the options, input or server (hooks.py)."""
+    Parser.failing_open = True
+    try:
+        args = build_parser().parse_args(words)
+    except HookUsageError as exc:
+        _complain(f"hook: {exc}; no context given")
+        return EXIT_OK
+    code = hooks.run(args.event, project=args.project, url=args.url, token=args.token,
+                     memory_token=args.memory_token, budget=args.budget,
+                     stdin=sys.stdin.buffer, stdout=sys.stdout, complain=_complain,
+                     started=started)
+    if any(thread.name.startswith("gedweb-hook-") and thread.is_alive()
+           for thread in threading.enumerate()):
+        hooks.exit_now(code)  # the request still waits on a slow server: leave now
+    return code
+
+
 def _complain(message: str) -> None:
     """One line on stderr, with no secret and no control character in it."""
     line = terminal_safe(redact(message, Parser.secrets), keep_line_breaks=False)
@@ -699,9 +809,12 @@ def _complain(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    started = hooks.process_started()
     words = list(sys.argv[1:] if argv is None else argv)
     Parser.secrets = tuple(secret_values(words))
+    if _command_word(words) == "hook":
+        return _hook(words, started)
+    parser = build_parser()
     args = parser.parse_args(words)
     try:
         client = Client(args.url, args.token, args.memory_token, timeout=args.timeout)

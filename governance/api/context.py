@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -28,6 +29,11 @@ from governance.context import (
 )
 from governance.models import WorkItem
 
+SESSION_MAX_CHARS = 128
+# An agent's session id (Claude Code's is a uuid): printable ASCII, no space.
+SESSION_VALIDATOR = RegexValidator(r"\A[\x21-\x7e]+\Z",
+                                   "printable ASCII characters without spaces")
+
 
 class ContextQuerySerializer(StrictSerializer):
     work_id = serializers.CharField(required=False, max_length=128)
@@ -41,9 +47,22 @@ class ContextQuerySerializer(StrictSerializer):
         help_text=f"tokens (characters / {CHARS_PER_TOKEN}) for the recalled entries; "
         f"default {DEFAULT_RECALL_BUDGET}; only with task")
 
+    session = StrictCharField(
+        required=False, allow_blank=False, max_length=SESSION_MAX_CHARS,
+        validators=[SESSION_VALIDATOR],
+        help_text="the agent's session, recorded in the delivery log (gedweb hook)")
+    only = serializers.ChoiceField(
+        choices=["recalled"], required=False,
+        help_text="recalled: the entries recalled for the task alone, each relevant enough; "
+        "204 when none is")
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "budget" in attrs and "task" not in attrs:
             raise serializers.ValidationError({"budget": ["only with task"]})
+        if "only" in attrs and "task" not in attrs:
+            raise serializers.ValidationError({"only": ["only with task"]})
+        if "only" in attrs and "work_id" in attrs:
+            raise serializers.ValidationError({"only": ["not with work_id"]})
         return attrs
 
 
@@ -114,10 +133,17 @@ class ContextView(ProjectAPIView):
             OpenApiParameter("budget", int, description=(
                 f"1-{MAX_RECALL_BUDGET:,} tokens (characters / {CHARS_PER_TOKEN}) for that "
                 f"section; default {DEFAULT_RECALL_BUDGET:,}; only with task")),
+            OpenApiParameter("session", str, description=(
+                f"1-{SESSION_MAX_CHARS} printable ASCII characters, no space: the agent's "
+                "session, recorded with the delivery")),
+            OpenApiParameter("only", str, enum=["recalled"], description=(
+                "with task: the bundle is the recalled entries alone, each relevant enough "
+                "(docs/context.md); 204 and nothing logged when none is")),
         ],
         responses={
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the bundle"),
             (200, "application/json"): ContextBundleSerializer,
+            204: OpenApiResponse(description="only=recalled: no entry relevant enough"),
             **errors(400, 401, 404),
         },
         summary="The agent context bundle: framed, trust-labelled, logged",
@@ -133,7 +159,11 @@ class ContextView(ProjectAPIView):
                 raise ValidationError({"work_id": ["no such work item in this project"]})
         bundle = context_deliver(project=self.project, work=work, author=self.author,
                                  output_format=query["format"], task=query.get("task"),
-                                 budget=query.get("budget", DEFAULT_RECALL_BUDGET))
+                                 budget=query.get("budget", DEFAULT_RECALL_BUDGET),
+                                 session=query.get("session"),
+                                 only_recalled=query.get("only") == "recalled")
+        if bundle is None:
+            return HttpResponse(status=204)
         if query["format"] == "json":
             return Response(bundle.as_dict())
         response = HttpResponse(bundle.text, content_type="text/plain; charset=utf-8")

@@ -65,6 +65,10 @@ class Hit:
     keyword_rank: int | None
     semantic_rank: int | None
     document: documents.SectionHit | None = None
+    # The cosine of the text's vector with the hit's, where the answer had
+    # both (not in keyword mode, nor for an entry the indexer has not reached):
+    # an absolute measure, where ``score`` only orders one answer's hits.
+    cosine: float | None = None
 
 
 @dataclass
@@ -263,8 +267,9 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
     document_keyword: dict[Key, float] = dict(section_keyword)
     keyword_ranks = {**_ranks(entry_keyword), **_ranks(document_keyword)}
     scores: dict[Key, float]
+    cosines: dict[Key, float] = {}
     if mode == "semantic":
-        scores = semantic_all
+        scores = cosines = semantic_all
     elif mode == "keyword":
         scores = {**_normalised(entry_keyword), **_normalised(document_keyword)}
     else:
@@ -272,7 +277,10 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
         # A keyword candidate the semantic list left out still has a cosine.
         entry_semantic.update(cosine([key for key, _ in keyword_best
                                       if key not in entry_semantic]))
-        scores = blend({**entry_semantic, **section_cosines}, dict(keyword_best),
+        cosines = {**section_cosines}
+        for entry_id, value in entry_semantic.items():
+            cosines[entry_id] = value
+        scores = blend(cosines, dict(keyword_best),
                        semantic_weight(text), keyword_more=dict(section_keyword))
     order = _order(scores)
     wanted = [key for key in order[: limit * 2 + 10] if isinstance(key, int)]
@@ -290,10 +298,11 @@ def recall(*, project: Project, text: str, limit: int = 10, mode: str = "hybrid"
             if key not in rows:
                 continue
             hit = Hit(rows[key], round(scores[key], 6), keyword_ranks.get(key),
-                      semantic_ranks.get(key))
+                      semantic_ranks.get(key), cosine=cosines.get(key))
         else:
             hit = Hit(None, round(scores[key], 6), keyword_ranks.get(key),
-                      semantic_ranks.get(key), document=sections[key])
+                      semantic_ranks.get(key), document=sections[key],
+                      cosine=cosines.get(key))
         hits.append(hit)
     return RecallResult(
         hits=hits, mode=mode, model=embedder.model_id,

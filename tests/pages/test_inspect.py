@@ -219,3 +219,15 @@ def test_standards_md_is_404_while_nothing_is_accepted(site, make_project):
     Membership.objects.create(user=site.member, project_id="gamma")
     assert login(site.member).get("/p/gamma/STANDARDS.md").status_code == 404
     assert "nothing accepted yet" in login(site.member).get("/p/gamma/standards/").content.decode()
+
+
+def test_a_delivery_to_a_hook_shows_its_session(site):
+    """`gedweb hook` names the agent's session (GET /context?session=)."""
+    sent = bearer_client(site.alpha_token).get("/v1/projects/alpha/context?session=abc-123")
+    assert sent.status_code == 200
+    delivery = _deliveries(site)[-1]
+    page = login(site.member).get(f"/p/alpha/context/{delivery.pk}").content.decode()
+    assert '<dd id="session"><code>abc-123</code></dd>' in page
+    other = _deliveries(site)[0]
+    other_page = login(site.member).get(f"/p/alpha/context/{other.pk}").content.decode()
+    assert 'id="session"' not in other_page
