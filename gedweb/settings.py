@@ -498,7 +498,8 @@ def _rate(name: str, default: str) -> Rate | None:
         return Rate.parse(raw)
     except ValueError:
         raise ImproperlyConfigured(
-            f"{name}={raw!r}: give N/second, N/minute, N/hour or N/day (N >= 1), or off"
+            f"{name}={raw!r}: give N/second, N/minute, N/hour or N/day (N >= 1; DRF's "
+            "5/min, 100/h, 1000/d too), or off"
         ) from None
 
 

@@ -8,12 +8,24 @@ from typing import ClassVar
 
 @dataclass(frozen=True)
 class Rate:
-    """At most ``requests`` per ``seconds``: parsed from ``N/second|minute|hour|day``."""
+    """At most ``requests`` per ``seconds``: parsed from ``N/second|minute|hour|day``.
+
+    DRF's shorter spellings are read too: ``5/min``, ``100/h``, ``1000/d``.
+    """
 
     requests: int
     seconds: int
 
     PERIODS: ClassVar[dict[str, int]] = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+    # DRF's own spellings (its throttles read the first letter: 5/min, 100/h,
+    # 1000/day) and the plurals, each named: "5/mango" stays a mistake.
+    SPELLINGS: ClassVar[dict[str, int]] = {
+        **PERIODS,
+        **dict.fromkeys(("s", "sec", "secs", "seconds"), 1),
+        **dict.fromkeys(("m", "min", "mins", "minutes"), 60),
+        **dict.fromkeys(("h", "hr", "hrs", "hours"), 3600),
+        **dict.fromkeys(("d", "days"), 86400),
+    }
 
     @classmethod
     def parse(cls, text: str) -> Rate | None:
@@ -22,9 +34,10 @@ class Rate:
         if text == "off":
             return None
         count, _, period = text.partition("/")
-        if not (count.isascii() and count.isdigit()) or int(count) < 1 or period not in cls.PERIODS:
+        if (not (count.isascii() and count.isdigit()) or int(count) < 1
+                or period not in cls.SPELLINGS):
             raise ValueError(text)
-        return cls(int(count), cls.PERIODS[period])
+        return cls(int(count), cls.SPELLINGS[period])
 
     def __str__(self) -> str:
         return f"{self.requests}/{self._period_name()}"

@@ -17,6 +17,16 @@ def test_it_parses_each_period(text, requests, seconds):
     assert Rate.parse(text) == Rate(requests, seconds)
 
 
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("5/s", 1), ("5/sec", 1), ("5/seconds", 1), ("5/min", 60), ("5/m", 60), ("5/minutes", 60),
+    ("100/h", 3600), ("100/hr", 3600), ("100/hours", 3600), ("1000/day", 86400),
+    ("1000/d", 86400), ("1000/days", 86400),
+])
+def test_it_reads_drfs_spellings(text, seconds):
+    """Issue 36 §9: as DRF's throttles are configured."""
+    assert Rate.parse(text) == Rate(int(text.split("/")[0]), seconds)
+
+
 def test_it_ignores_surrounding_space_and_case():
     assert Rate.parse("  30/Minute \n") == Rate(30, 60)
     assert Rate.parse("7/DAY") == Rate(7, 86400)
@@ -33,7 +43,8 @@ def test_off_is_no_rate(text):
     ("ten/minute", "ten/minute"),
     ("\uff11/minute", "\uff11/minute"),  # a fullwidth digit is a digit, but not ASCII
     ("10/week", "10/week"),
-    ("10/minutes", "10/minutes"),
+    ("10/mango", "10/mango"),            # DRF would read the first letter: a minute
+    ("10/minutess", "10/minutess"),
     ("10", "10"),
     ("/minute", "/minute"),
     (" 10/Fortnight ", "10/fortnight"),  # the message names the text as read
