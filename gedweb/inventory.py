@@ -380,5 +380,190 @@ ARTIFACTS: list[dict[str, Any]] = [
 ]
 
 
+# GedPi's own artifact contract (its inventory, rows 1-20, and what its code
+# keeps beside them), row for row as GedPi states it: the path in a
+# checkout, its producer, consumers, authority and lifecycle there, and
+# where GedWeb keeps it ("gedweb": the model and kind, or why nothing).
+# tests/site/test_inventory.py fails when a GedPi artifact has no row.
+GEDPI_ARTIFACTS: list[dict[str, Any]] = [
+    {
+        "path": ".ged/VERSION",
+        "producer": "workflow initialisation/migration",
+        "consumers": ["current-version check (ensureGedProjectCurrent)", "doctor"],
+        "authority": "machine-authority",
+        "lifecycle": "required; only ever moves upward; the integer 3 and a newline",
+        "gedweb": "not stored: ged_import reads version 3 only; ged_export and gedweb pull "
+                  "write 3 (governance.gedpi_export)",
+    },
+    {
+        "path": ".ged/.gitignore",
+        "producer": "workflow initialisation",
+        "consumers": ["Git"],
+        "authority": "machine-authority",
+        "lifecycle": "required; ignores runtime/, REPO-MAP.md and REPO-MAP.json",
+        "gedweb": "not stored: ged_export writes GedPi's exact bytes where it is missing",
+    },
+    {
+        "path": ".ged/IMPORT-STATE.json",
+        "producer": "standards import",
+        "consumers": ["standards hash check and renewed approval"],
+        "authority": "machine-authority",
+        "lifecycle": "created lazily; hash-bound import decisions, rewritten on every resolution",
+        "gedweb": "governance.StandardsImport and governance.StandardsDecision (a checkout's "
+                  "decisions arrive pending unless `ged_import --trust-decisions`); "
+                  "ged_export writes it from them",
+    },
+    {
+        "path": ".ged/MEMORY-MIGRATION.json",
+        "producer": "durable-memory v3 migration",
+        "consumers": ["startup convergence check", "humans reviewing the migration"],
+        "authority": "machine-authority",
+        "lifecycle": "a single completion record, never changed afterwards",
+        "gedweb": "not stored: `ged_migrate_v3` writes it in the checkout "
+                  "(gedweb.checkout.v3.journal), ged_import requires it",
+    },
+    {
+        "path": ".ged/runtime/migrations/durable-memory-v3/*",
+        "producer": "v3 migration",
+        "consumers": ["migration recovery", "byte verification"],
+        "authority": "machine-authority",
+        "lifecycle": "ignored by Git: backups, the journal, live and quarantined locks",
+        "gedweb": "not stored: `ged_migrate_v3` keeps them in the checkout (gedweb.checkout.v3)",
+    },
+    {
+        "path": ".ged/runtime/active-work/<session-key>.json",
+        "producer": "work-selection runtime",
+        "consumers": ["Ged path resolution", "governance guards"],
+        "authority": "machine-authority",
+        "lifecycle": "ignored by Git; one per session: the work item it selected",
+        "gedweb": "governance.ActiveWork (one row per project and session key, set through "
+                  ".../sessions/{session}/active-work); a checkout's pointers are not imported",
+    },
+    {
+        "path": ".ged/runtime/<work-id>/governance.json",
+        "producer": "governance store",
+        "consumers": ["mutation, commit and lifecycle guards", "brain status"],
+        "authority": "machine-authority",
+        "lifecycle": "append-only evidence; revisions only increase",
+        "gedweb": "governance.GovernanceRevision (the document, one row per revision) and "
+                  "governance.EvidenceRecord (append-only, one row per record)",
+    },
+    {
+        "path": ".ged/work/<work-id>/META.json",
+        "producer": "work-selection runtime",
+        "consumers": ["governance identity", "work artifact helpers"],
+        "authority": "machine-authority",
+        "lifecycle": "never changes for the life of the work item",
+        "gedweb": "governance.WorkItem (append-only)",
+    },
+    {
+        "path": ".ged/PROJECT.md",
+        "producer": "coordinator, through ged_memory (create on substance)",
+        "consumers": ["brain durable-data prompt", "planning context"],
+        "authority": "durable-data",
+        "lifecycle": "current project summary; edited in place after creation",
+        "gedweb": "memory.DocumentRevision, path PROJECT.md (kind project)",
+    },
+    {
+        "path": ".ged/reports/*.md",
+        "producer": "coordinator via ged_memory",
+        "consumers": ["humans", "explicit later planning context"],
+        "authority": "durable-data",
+        "lifecycle": "created lazily; substantive, read-only reports",
+        "gedweb": "memory.DocumentRevision, path reports/<id>.md (kind report)",
+    },
+    {
+        "path": "CONTEXT.md",
+        "producer": "coordinator via ged_memory, the domain workflow, or the v3 migration",
+        "consumers": ["brain durable-data prompt", "planning context"],
+        "authority": "durable-data",
+        "lifecycle": "canonical current domain vocabulary",
+        "gedweb": "memory.DocumentRevision, path CONTEXT.md (kind context)",
+    },
+    {
+        "path": "docs/adr/*.md",
+        "producer": "coordinator via ged_memory (also sync), or the v3 migration",
+        "consumers": ["brain durable-data prompt", "planning context"],
+        "authority": "durable-data",
+        "lifecycle": "sparse, durable decision records",
+        "gedweb": "memory.DocumentRevision, path adr/<id>.md (kind adr)",
+    },
+    {
+        "path": ".ged/STANDARDS.md",
+        "producer": "explicit standards import",
+        "consumers": ["brain approved-instructions prompt"],
+        "authority": "approved-instructions",
+        "lifecycle": "regenerated only from the bytes of explicitly accepted source files",
+        "gedweb": "not stored as a file: rendered from the accepted governance.StandardsImport "
+                  "rows (governance.standards) for the context bundle and ged_export",
+    },
+    {
+        "path": ".ged/work/<work-id>/DIRECT.md",
+        "producer": "opening a direct-change work item",
+        "consumers": ["coordinator", "work handoff"],
+        "authority": "work-input",
+        "lifecycle": "one concise scope/check record per direct-change work item",
+        "gedweb": "governance.WorkFile, name DIRECT.md (append-only versions)",
+    },
+    {
+        "path": ".ged/work/<work-id>/{SPEC,TASKS,TESTS}.md",
+        "producer": "opening/planning a planned-change work item",
+        "consumers": ["plan binding", "coordinator", "workers/verifier"],
+        "authority": "work-input",
+        "lifecycle": "planned-change work only; their bytes are bound by plan acceptance",
+        "gedweb": "governance.WorkFile, names SPEC.md, TASKS.md, TESTS.md (append-only "
+                  "versions; the plan binding reads the newest)",
+    },
+    {
+        "path": ".ged/work/<work-id>/tasks/<task-id>/*",
+        "producer": "work engine",
+        "consumers": ["retry/recovery", "commit helper", "task context"],
+        "authority": "work-input",
+        "lifecycle": "scoped to the immutable work item; task ids can repeat across work items",
+        "gedweb": "governance.TaskArtifact (BRIEF.md, HISTORY.json, RECOVERY.md; append-only "
+                  "versions)",
+    },
+    {
+        "path": ".ged/runtime/<work-id>/{STATE,SESSION-SUMMARY}.md",
+        "producer": "explicit ged_memory projection/handoff tool",
+        "consumers": ["humans", "cross-session handoff"],
+        "authority": "projection",
+        "lifecycle": "optional and always regenerable; never parsed as authority",
+        "gedweb": "STATE.md is not stored (rendered from the governance state, compared on "
+                  "import); SESSION-SUMMARY.md is memory.DocumentRevision, path "
+                  "handoff/<work-id>.md",
+    },
+    {
+        "path": ".agents/skills/<name>/SKILL.md",
+        "producer": "an explicit ged_skill call",
+        "consumers": ["Pi's native skill discovery", "Ged's hash-checked skill matching"],
+        "authority": "project-configuration",
+        "lifecycle": "created lazily; reusable project knowledge across tasks",
+        "gedweb": "governance.Skill (append-only; a skill's bytes never change under its name)",
+    },
+    {
+        "path": ".ged/SKILLS-STATE.json",
+        "producer": "an explicit ged_skill call",
+        "consumers": ["project skill lifecycle (hash check)"],
+        "authority": "machine-authority",
+        "lifecycle": "created lazily; provenance and hash registry; never cleaned up per task",
+        "gedweb": "governance.Skill's provenance (gedpi_record, sha256); ged_export writes it "
+                  "from the skills",
+    },
+    {
+        "path": ".ged/{GLOSSARY,DECISIONS}.md",
+        "producer": "v3 compatibility migration only",
+        "consumers": ["humans following the pointer to the canonical destination"],
+        "authority": "compatibility",
+        "lifecycle": "a read-only pointer after migration; never injected into prompts",
+        "gedweb": "not stored: ged_import lists them as compatibility pointers, not imported",
+    },
+]
+
+
 def inventory() -> list[dict[str, Any]]:
     return [dict(row) for row in ARTIFACTS]
+
+
+def gedpi_inventory() -> list[dict[str, Any]]:
+    return [dict(row) for row in GEDPI_ARTIFACTS]

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from gedweb.api.serializers import StrictCharField, StrictSerializer
 from gedweb.api.views import GedWebAPIView, ProjectAPIView, errors, validated_query
-from gedweb.inventory import inventory
+from gedweb.inventory import AUTHORITY_LEVELS, gedpi_inventory, inventory
 from gedweb.validation import validate_text
 from governance.context import (
     CHARS_PER_TOKEN,
@@ -90,8 +90,20 @@ class ArtifactSerializer(serializers.Serializer[Any]):
     lifecycle = serializers.CharField()
 
 
+class GedPiArtifactSerializer(serializers.Serializer[Any]):
+    path = serializers.CharField(help_text="where GedPi keeps it in a checkout")
+    producer = serializers.CharField()
+    consumers = serializers.ListField(child=serializers.CharField())
+    authority = serializers.ChoiceField(choices=list(AUTHORITY_LEVELS))
+    lifecycle = serializers.CharField()
+    gedweb = serializers.CharField(help_text="where GedWeb keeps it: the model and kind, or "
+                                             "why nothing is stored")
+
+
 class ContractSerializer(serializers.Serializer[Any]):
     items = ArtifactSerializer(many=True)
+    gedpi = GedPiArtifactSerializer(many=True, help_text="GedPi's artifact contract, row for "
+                                                         "row, and where GedWeb keeps each")
 
 
 class PlainTextRenderer(BaseRenderer):
@@ -182,4 +194,4 @@ class ContractView(GedWebAPIView):
         summary="The artifact inventory: producer, consumers, authority, lifecycle",
     )
     def get(self, request: Request) -> Response:
-        return Response({"items": inventory()})
+        return Response({"items": inventory(), "gedpi": gedpi_inventory()})
