@@ -37,8 +37,10 @@ READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
 APPEND = types.ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                idempotent_hint=False, open_world_hint=False)
 
-_REF = {"description": "entry uuid or seq", "type": ["string", "integer"], "minLength": 1,
-        "minimum": 1}
+# One type per schema: some MCP clients refuse a type array, so a value of
+# either kind is anyOf two schemas.
+_REF = {"description": "entry uuid or seq",
+        "anyOf": [{"type": "string", "minLength": 1}, {"type": "integer", "minimum": 1}]}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": 500, "default": 20}
 _CATEGORY = {"type": "string", "pattern": f"^{CATEGORY}$",
              "description": "e.g. decision, note, fact"}
@@ -60,10 +62,31 @@ def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
             "additionalProperties": False}
 
 
+# What a client shows a person for each tool (the MCP tool's title).
+TITLES = {
+    "memory_add": "Append to memory",
+    "memory_propose": "Propose a memory entry",
+    "memory_list": "List memory",
+    "memory_search": "Search memory (every word)",
+    "memory_recall": "Recall memory (in your own words)",
+    "memory_get": "Read a memory entry",
+    "candidates_list": "List proposed entries",
+    "documents_list": "List documents",
+    "document_get": "Read a document",
+    "work_list": "List work items",
+    "work_get": "Read a work item",
+    "context_get": "Project context bundle",
+    "standards_get": "Approved standards",
+    "work_open": "Open a work item",
+    "governance_get": "Read governance state",
+    "governance_guard": "Check the governance guard",
+}
+
+
 def _tool(name: str, description: str, schema: dict[str, Any],
           annotations: types.ToolAnnotations = READ_ONLY) -> types.Tool:
-    return types.Tool(name=name, description=description, input_schema=schema,
-                      annotations=annotations)
+    return types.Tool(name=name, title=TITLES[name], description=description,
+                      input_schema=schema, annotations=annotations)
 
 
 TOOLS: list[types.Tool] = [
@@ -219,8 +242,16 @@ def _problem(error: jsonschema.ValidationError) -> str:
     if rule == "required":
         missing = [name for name in expected if name not in instance]
         return ", ".join(missing) + " required"
+    if rule == "anyOf":
+        # The branch of the value's own type says what is wrong with it.
+        fitting = [sub for sub in error.context or () if sub.validator != "type"]
+        if fitting:
+            return _problem(fitting[0])
     where = ".".join(str(part) for part in error.absolute_path) or "arguments"
-    if rule == "type":
+    if rule == "anyOf":
+        kinds = [branch.get("type", "value") for branch in expected]
+        text = "must be " + " or ".join(f"{'an' if k[0] in 'aeiou' else 'a'} {k}" for k in kinds)
+    elif rule == "type":
         named = " or ".join(expected) if isinstance(expected, list) else str(expected)
         text = f"must be {'an' if named[0] in 'aeiou' else 'a'} {named}"
     elif rule == "enum":
@@ -461,13 +492,8 @@ def build_server(client: Client, project: str) -> Server:
             result = await anyio.to_thread.run_sync(handler, arguments)
         except ToolInputError as exc:
             return _error(f"invalid arguments: {exc}")
-        except ApiError as exc:
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=_api_failure(exc))],
-                structured_content={"status": exc.status, "code": exc.code,
-                                    "message": exc.message},
-                is_error=True,
-            )
+        # Text only, on every answer (structured content on none): the
+        # refusal's status and code are in its one line.
         except _API_FAILURES as exc:
             return _error(_api_failure(exc))
         # One compact text block: what an agent reads is what it pays for.

@@ -172,6 +172,9 @@ def test_every_tool_against_the_live_server(gedweb_server: LiveServer,
     assert json_of(r["got"])["id"] == entry["id"]
     assert json_of(r["got"])["corrected_by"] == [gedweb_server.entries(project)[1]["id"]]
     assert r["missing"].is_error and "404 not_found" in text_of(r["missing"])
+    # Structured content on no answer, a refusal included (issue 36 §4).
+    assert all(result.structured_content is None for result in r.values()
+               if hasattr(result, "is_error"))
 
     candidate = json_of(r["proposed"])
     assert candidate["status"] == "pending" and candidate["content"] == "hats are wool"
@@ -380,3 +383,25 @@ def test_a_wrong_token_or_project_stops_the_start_with_one_line(
     if case in ("unknown project", "other project"):
         # A project the token cannot see and one that does not exist read alike.
         assert lines[0] == f"gedweb: 404 not_found: no project {project!r} that this token can see"
+
+
+def _types(schema: Any) -> list[Any]:
+    """Every "type" value anywhere in a JSON schema."""
+    if isinstance(schema, dict):
+        return ([schema["type"]] if "type" in schema else []) + [
+            found for value in schema.values() for found in _types(value)]
+    if isinstance(schema, list):
+        return [found for value in schema for found in _types(value)]
+    return []
+
+
+def test_every_tool_has_a_title_and_one_type_per_schema():
+    """Issue 36 §4: some MCP clients refuse type arrays; a value of two kinds is anyOf."""
+    from gedweb.cli.mcp_server import TOOLS
+
+    for tool in TOOLS:
+        assert tool.title and tool.title != tool.name, tool.name
+        assert all(isinstance(kind, str) for kind in _types(tool.input_schema)), tool.name
+    memory_get = next(tool for tool in TOOLS if tool.name == "memory_get")
+    assert memory_get.input_schema["properties"]["ref"]["anyOf"] == [
+        {"type": "string", "minLength": 1}, {"type": "integer", "minimum": 1}]
