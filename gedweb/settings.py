@@ -481,6 +481,28 @@ else:
     AXES_HANDLER = "gedweb.logins.DatabaseHandler"
 # --- end of Logins -----------------------------------------------------------
 
+# Agent text rendered for the pages, once per text digest (memory/rendering.py).
+# With REDIS_URL one cache serves every worker and app server, and a redaction's
+# delete reaches every copy at once. Without it each worker keeps its own, for
+# at most GEDWEB_MARKDOWN_CACHE_SECONDS: a redaction run elsewhere (the
+# command, another worker) cannot reach those, so they are short-lived.
+MARKDOWN_CACHE_SECONDS = env.int("GEDWEB_MARKDOWN_CACHE_SECONDS", default=300)
+if REDIS_URL:
+    CACHES["markdown"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "gedweb",
+        "TIMEOUT": 24 * 3600,
+    }
+else:
+    CACHES["markdown"] = {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "markdown",
+        "TIMEOUT": MARKDOWN_CACHE_SECONDS,
+        # At most about 256 renderings of 200,000-character texts a worker.
+        "OPTIONS": {"MAX_ENTRIES": 256},
+    }
+
 # --- API rate limits (gedweb/throttling.py) ----------------------------------
 # Per bearer token, in fixed windows shared by every worker and app server:
 # counted in Redis with REDIS_URL, else in the database (memory.RateCounter).
