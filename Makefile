@@ -122,6 +122,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 	$(BIN)/python bench/secret_scan.py
 	$(BIN)/python bench/markdown_pages.py
+	$(BIN)/python bench/bounded_inputs.py
 	$(BIN)/python bench/metrics.py $(METRICS_ARGS)
 	$(BIN)/python bench/overhead.py $(OVERHEAD_ARGS)
 	$(BIN)/python bench/overhead.py --database-url $(BENCH_PG)/gedweb_overhead $(OVERHEAD_ARGS)
