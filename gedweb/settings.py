@@ -485,6 +485,22 @@ else:
     AXES_HANDLER = "gedweb.logins.DatabaseHandler"
 # --- end of Logins -----------------------------------------------------------
 
+# Agent text rendered for the pages, once per text digest (memory/rendering.py),
+# in Redis: one cache for every worker and app server, so a redaction's
+# delete reaches every copy at once. Without REDIS_URL nothing is kept between
+# requests: a copy in each worker's memory is one that a redaction run in
+# another process could not reach. Each view then renders again, in time
+# linear in the text, within the pages' 250 ms (docs/performance.md).
+if REDIS_URL:
+    CACHES["markdown"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "gedweb",
+        "TIMEOUT": 24 * 3600,
+    }
+else:
+    CACHES["markdown"] = {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
+
 # --- API rate limits (gedweb/throttling.py) ----------------------------------
 # Per bearer token, in fixed windows shared by every worker and app server:
 # counted in Redis with REDIS_URL, else in the database (memory.RateCounter).

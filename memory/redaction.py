@@ -18,7 +18,8 @@ old tokens' segments are freed, and the WAL checkpointed and truncated; on
 PostgreSQL with VACUUM (``full``: VACUUM FULL, which rewrites the table and
 takes an exclusive lock on it while it runs). Stored context bundles that
 delivered the entry are scrubbed in the same transaction (registered by
-governance). docs/operations.md says what stays (the digest, backups,
+governance), and the pages' cached renderings of the text are dropped
+(memory.rendering). docs/operations.md says what stays (the digest, backups,
 PostgreSQL's WAL archive).
 """
 
@@ -36,7 +37,7 @@ from django.db import connection, transaction
 from gedweb.errors import InvalidState
 from gedweb.lib.chain import redaction_notice
 from gedweb.validation import collect_errors
-from memory import checkpoints, mirror, secret_scan
+from memory import checkpoints, mirror, rendering, secret_scan
 from memory.locks import lock_project
 from memory.models import MemoryCandidate, MemoryEntry, Project
 from memory.recall.vectors import forget_entry
@@ -109,6 +110,7 @@ def memory_entry_redact(
             if entry is None:
                 raise ValidationError({"seq": [f"no entry #{seq} in project {project.pk}"]})
             _refuse_unless_redactable(project, entry)
+            redacted_text = entry.content
             record = _append_locked(
                 project=project, author=by, category=REDACTION_CATEGORY, content=reason,
                 source="operator", corrects=None, idempotency_key=None, request_hash=None,
@@ -131,6 +133,9 @@ def memory_entry_redact(
                 transaction.on_commit(partial(
                     checkpoints.after_commit, project.pk, record.seq, record.hash))
         entry.refresh_from_db()
+        # The pages' cached renderings of the text (memory/rendering.py): of the
+        # entry and of the candidate it came from, which share its digest.
+        rendering.forget(redacted_text)
         result = RedactionResult(entry=entry, record=record, copies_scrubbed=copies)
         try:
             mirror.rebuild(project)

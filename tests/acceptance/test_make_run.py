@@ -22,7 +22,9 @@ import pytest
 from tests.acceptance.conftest import PASSWORD, MadeRun
 from tests.browser import chromium, require_browser
 
-pytestmark = [pytest.mark.live_server, pytest.mark.slow]
+# `make run` migrates, collects static files and boots its workers in the
+# first test's setup: up to 180 s each for the server and its workers.
+pytestmark = [pytest.mark.live_server, pytest.mark.slow, pytest.mark.timeout(600)]
 
 require_browser()
 

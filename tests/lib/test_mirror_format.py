@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
@@ -441,7 +440,7 @@ def test_any_string_at_all_reads_back_on_one_line(value):
     "`" * 500_000, "``" + "`a" * 250_000, "``` " + "`` " * 150_000, "a " * 400_000 + "|",
     "`x` | Author: " + "`" * 500_000,
 ])
-def test_parse_provenance_is_linear_in_the_line(body):
-    started = time.monotonic()
+def test_parse_provenance_of_a_hostile_line_finds_no_trailer(body):
+    # Linear time is bench/bounded_inputs.py's to measure; a hang fails on the
+    # suite's timeout.
     assert parse_provenance("_Source: " + body) is None
-    assert time.monotonic() - started < 2

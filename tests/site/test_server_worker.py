@@ -11,13 +11,11 @@ from __future__ import annotations
 import http.client
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.live_server import ServerProcess, free_port, gunicorn_command
-from tests.site.sleepy_wsgi import HOLD_SECONDS
 
 pytestmark = [pytest.mark.live_server, pytest.mark.slow]
 
@@ -45,15 +43,14 @@ def _get(port: int, path: str) -> tuple[int, str, str | None]:
 
 
 def test_concurrent_requests_are_served_by_free_workers_at_once(two_workers):
-    answers: list[tuple[str, float]] = []
+    answers: list[str] = []
     gate = threading.Barrier(2)
 
     def sleep() -> None:
         gate.wait()
-        started = time.monotonic()
         status, pid, _ = _get(two_workers.port, "/sleep")
         assert status == 200
-        answers.append((pid, time.monotonic() - started))
+        answers.append(pid)
 
     for _ in range(5):
         answers.clear()
@@ -62,9 +59,11 @@ def test_concurrent_requests_are_served_by_free_workers_at_once(two_workers):
             thread.start()
         for thread in threads:
             thread.join()
-        # Two workers, two requests: each on its own worker, neither waited for the other.
-        assert len({pid for pid, _ in answers}) == 2, answers
-        assert max(seconds for _, seconds in answers) < 2 * HOLD_SECONDS, answers
+        # Two workers, two requests: each on its own worker, so neither waited
+        # for the other (a single-thread worker serves what it accepted; a
+        # request queued behind the first would carry the first one's pid).
+        # No bound on the time: a busy machine would fail it (issue 34 §13).
+        assert len(set(answers)) == 2, answers
 
 
 def test_every_answer_closes_its_connection(two_workers):

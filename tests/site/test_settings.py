@@ -34,7 +34,8 @@ SHOW = (
     " 'PRODUCTION': s.PRODUCTION, 'ADMIN_TOKEN': s.ADMIN_TOKEN,"
     " 'SECRET_KEY': hashlib.sha256(s.SECRET_KEY.encode()).hexdigest(),"
     " 'SECRET_KEY_LENGTH': len(s.SECRET_KEY),"
-    " 'SIGNING_KEY': hashlib.sha256(s.SIGNING_KEY.encode()).hexdigest()}))"
+    " 'SIGNING_KEY': hashlib.sha256(s.SIGNING_KEY.encode()).hexdigest(),"
+    " 'MARKDOWN_CACHE': s.CACHES['markdown']['BACKEND']}))"
 )
 
 
@@ -190,6 +191,14 @@ def test_production_names_every_weak_secret_at_once(tmp_path):
     completed = start(tmp_path, **production(DJANGO_SECRET_KEY="secret",
                                              GEDWEB_ADMIN_TOKEN="a" * 40))
     assert_refused(completed, "DJANGO_SECRET_KEY", "GEDWEB_ADMIN_TOKEN")
+
+
+def test_renderings_are_kept_only_where_a_redaction_reaches_every_copy(tmp_path):
+    """Without Redis no worker keeps a rendering a redaction elsewhere could not drop."""
+    alone = json.loads(start(tmp_path, SHOW, REDIS_URL=None).stdout)
+    assert alone["MARKDOWN_CACHE"] == "django.core.cache.backends.dummy.DummyCache"
+    shared = json.loads(start(tmp_path, SHOW, REDIS_URL="redis://127.0.0.1:6379/15").stdout)
+    assert shared["MARKDOWN_CACHE"] == "django.core.cache.backends.redis.RedisCache"
 
 
 def test_production_refuses_debug(tmp_path):
