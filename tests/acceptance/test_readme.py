@@ -13,8 +13,13 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.acceptance.conftest import MadeRun
 from tests.live_server import REPO
+
+# Its first test boots `make run` (migrate, collectstatic, the workers).
+pytestmark = [pytest.mark.live_server, pytest.mark.slow, pytest.mark.timeout(600)]
 
 README_TOKEN = "change-me-admin-token-0123456789"
 
