@@ -611,8 +611,11 @@ def _diagnose(project_id: str, position: int) -> str:
     return f"the stored hash of seq {position} does not match its chained fields"
 
 
-def verify(project_id: str) -> VerifyReport:
-    """Every link of the chain, then the log against every authentic checkpoint."""
+def verify(project_id: str, on_entry: Callable[[int], object] | None = None) -> VerifyReport:
+    """Every link of the chain, then the log against every authentic checkpoint.
+
+    on_entry(1) runs after each entry is read (a command's progress bar).
+    """
     checkpoints, problems = _recorded(project_id)
     wanted = {checkpoint.seq for checkpoint in checkpoints}
     stored: dict[int, str] = {}
@@ -648,6 +651,8 @@ def verify(project_id: str) -> VerifyReport:
                 unvouched.clear()
                 unvouched_count = 0
             yield row
+            if on_entry is not None:
+                on_entry(1)
 
     chain = verify_chain(rows())
     if chain.first_bad_seq is not None:

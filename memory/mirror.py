@@ -19,7 +19,7 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,7 +273,8 @@ def _remove_stale_temp_files(directory: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def _rebuild(project_id: str, directory: Path) -> None:
+def _rebuild(project_id: str, directory: Path,
+             on_entry: Callable[[int], object] | None = None) -> None:
     _remove_stale_temp_files(directory)
     tmp = directory / f"{TMP_PREFIX}{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
@@ -281,6 +282,8 @@ def _rebuild(project_id: str, directory: Path) -> None:
         buffer: list[str] = []
         pending = 0
         rows = MemoryEntry.objects.filter(project_id=project_id).chain_rows()
+        if on_entry is not None:
+            rows = _counted(rows, on_entry)
         for chunk in render_chunks(project_id, rows):
             buffer.append(chunk)
             pending += len(chunk)
@@ -529,9 +532,17 @@ def _sync_in(
     return _sync_locked(project_id, path)
 
 
-def rebuild(project: Project) -> None:
+def rebuild(project: Project, on_entry: Callable[[int], object] | None = None) -> None:
+    """Rewrite the mirror from the database; on_entry(1) after each entry (a progress bar)."""
     with _locked(project.pk) as directory:
-        _rebuild(project.pk, directory)
+        _rebuild(project.pk, directory, on_entry)
+
+
+def _counted(rows: Iterable[dict[str, Any]], on_entry: Callable[[int], object]
+             ) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        yield row
+        on_entry(1)
 
 
 def expected_digest(project: Project) -> str:

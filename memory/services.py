@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -516,7 +517,8 @@ def memory_entries_import(
 
 
 def memory_chain_verify(
-    *, project: Project, checkpoint: bool = False
+    *, project: Project, checkpoint: bool = False,
+    on_entry: Callable[[int], object] | None = None,
 ) -> checkpoints.VerifyReport:
     """Recompute every link and check the log against every stored checkpoint.
 
@@ -524,7 +526,7 @@ def memory_chain_verify(
     has its head recorded as a new checkpoint, and the CHECKPOINTS file is
     caught up with the table. The API's GET /verify only reads.
     """
-    report = checkpoints.verify(project.pk)
+    report = checkpoints.verify(project.pk, on_entry)
     if checkpoint and report.ok:
         taken = chain_checkpoint_take(project=project, head=(report.entries, report.head))
         if taken is not None:

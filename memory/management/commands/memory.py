@@ -11,11 +11,11 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError, close_old_connections
-from tqdm import tqdm
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.embedding import EmbedderUnavailable
 from gedweb.pagination import keyset_slice
+from gedweb.progress import progress_bar
 from memory import checkpoints, mirror, redaction, secret_scan, selectors, services
 from memory.api.serializers import ChainCheckpointSerializer, EntrySerializer, VerifySerializer
 from memory.models import MemoryEntry, Project
@@ -159,9 +159,18 @@ class Command(GedWebCommand):
         self.stdout.write(to_json({"items": items}))
 
     def _verify(self, *, project: str, **_: Any) -> None:
-        report = services.memory_chain_verify(project=get_project(project), checkpoint=True)
+        target = get_project(project)
+        with self._entries_bar(target, f"{target.pk} verify") as bar:
+            report = services.memory_chain_verify(project=target, checkpoint=True,
+                                                  on_entry=bar.update)
         self.stdout.write(to_json(VerifySerializer.render(report)))
         self._fail_unless_intact(project, report)
+
+    def _entries_bar(self, project: Project, description: str) -> Any:
+        """A progress bar over the project's entries, on a terminal only (gedweb.progress)."""
+        head = MemoryEntry.objects.for_project(project).head()
+        return progress_bar(head["seq"] if head else 0, unit="entries",
+                            file=self.stderr._out, description=description)
 
     def _fail_unless_intact(self, project: str, report: checkpoints.VerifyReport) -> None:
         if report.ok:
@@ -209,7 +218,8 @@ class Command(GedWebCommand):
                     # the mirror's copy, the one signal left outside the database.
                     self._fail_unless_intact(target.pk, checkpoints.verify(target.pk))
                 try:
-                    mirror.rebuild(target)
+                    with self._entries_bar(target, f"{target.pk} mirror") as bar:
+                        mirror.rebuild(target, on_entry=bar.update)
                 except (mirror.MirrorPathError, OSError) as exc:
                     raise CommandError(f"cannot rebuild the mirror of {target.pk}: {exc}") from None
             self.stdout.write(to_json({"rebuilt": [p.pk for p in projects]}))
@@ -267,8 +277,7 @@ class Command(GedWebCommand):
                   if target is None or p.pk == target.pk]
         total = sum(head - through for _, through, head in behind)
         indexed = 0
-        with tqdm(total=total, unit="entries", file=self.stderr._out,
-                  disable=not total, dynamic_ncols=True) as bar:
+        with progress_bar(total, unit="entries", file=self.stderr._out) as bar:
             for behind_project, _through, _head in behind:
                 bar.set_description(behind_project.pk)
 
