@@ -133,9 +133,9 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
         for key, value in detail.items():
             # A nested object's own errors (wrong type, e.g. a number where
             # {"evidence": {...}} belongs) name the field itself, not
-            # "evidence.non_field_errors".
-            if key == "non_field_errors" and prefix:
-                name = prefix
+            # "evidence.non_field_errors"; the whole body's are "body".
+            if key == "non_field_errors":
+                name = prefix or "body"
             else:
                 name = f"{prefix}.{key}" if prefix else str(key)
             out.update(_flatten(value, name))
@@ -146,7 +146,24 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
             out.update(_flatten(value, f"{prefix}.{index}" if prefix else str(index)))
         return out
     messages = detail if isinstance(detail, list) else [detail]
-    return {prefix or "non_field_errors": [str(m) for m in messages]}
+    # Errors of the whole body are the body's (DRF would say "non_field_errors").
+    return {prefix or "body": [_house_style(m) for m in messages]}
+
+
+_NOT_AN_OBJECT = "Invalid data. Expected a dictionary, but got "
+_JSON_KINDS = {"list": "an array", "str": "a string", "int": "a number", "float": "a number",
+               "bool": "true or false", "NoneType": "null"}
+
+
+def _house_style(message: Any) -> str:
+    """DRF's own words where they show through, in GedWeb's: what the value must be."""
+    text = str(message)
+    if text.startswith(_NOT_AN_OBJECT) and text.endswith("."):
+        kind = text[len(_NOT_AN_OBJECT):-1]
+        return f"must be a JSON object, not {_JSON_KINDS.get(kind, kind)}"
+    if text == "No data provided":
+        return "must be a JSON object, not null"
+    return text
 
 
 def _validation_response(fields: dict[str, list[str]]) -> Response:
@@ -182,7 +199,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             return _validation_response({k: list(v) for k, v in exc.message_dict.items()})
-        return _validation_response({"non_field_errors": list(exc.messages)})
+        return _validation_response({"body": list(exc.messages)})
     if isinstance(exc, drf.ValidationError):
         return _validation_response(_flatten(exc.detail))
     if isinstance(exc, Http404):

@@ -446,3 +446,20 @@ def test_every_domain_error_has_its_own_code_and_an_http_status_of_its_own():
     assert len(codes) == len(set(codes))
     assert domain_status(errors.CheckoutRefused("x")) == 422
     assert domain_status(errors.StaleRevision("x")) == 409
+
+
+# --- GedWeb's words, not DRF's (issue 36 §4) ------------------------------------------------
+
+
+@pytest.mark.parametrize(("raw", "kind"), [
+    ("[]", "an array"), ('"text"', "a string"), ("7", "a number"), ("true", "true or false"),
+    ("null", "null"),
+])
+def test_a_body_that_is_not_an_object_is_named_body_in_gedwebs_words(alpha: Any, raw: str,
+                                                                      kind: str) -> None:
+    response = Client().post("/v1/projects/alpha/memory", raw, content_type="application/json",
+                             HTTP_AUTHORIZATION=f"Bearer {alpha.token}")
+    body = assert_json_error(response, 400, "validation_error")
+    assert body["fields"] == {"body": [f"must be a JSON object, not {kind}"]}
+    assert body["message"] == "invalid input: body"
+    assert b"non_field_errors" not in response.content and b"dictionary" not in response.content
