@@ -353,9 +353,21 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "GedWeb API",
     "DESCRIPTION": (
-        "Durable memory for agent-driven software projects: projects, append-only "
-        "memory entries with a hash chain, review candidates and the Markdown mirror."
+        "Durable memory for agent-driven software projects. Projects and their "
+        "tokens; append-only memory entries (hash-chained and signed, corrections as "
+        "new entries), review candidates, recall by meaning and by keyword, the "
+        "Markdown mirror and chain verification; durable documents (PROJECT.md, "
+        "CONTEXT.md, ADRs, reports, handoffs); GedPi governance (work items, "
+        "revisions, evidence, guards, lifecycle), standards imports and their "
+        "decisions, skills, the framed context bundle, checkout sync and the trust "
+        "ledger. Every error is JSON {code, message, fields?}; request bodies are "
+        "JSON objects without unknown fields; tokens are rate limited (429 with "
+        "Retry-After). Agents also reach it over MCP at /mcp."
     ),
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "gedweb.api.schema.house_rules",
+    ],
     "VERSION": "v1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/v1",

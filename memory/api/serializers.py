@@ -339,7 +339,9 @@ class VerifySerializer(OutputSerializer):
 
 
 class CandidateCreateSerializer(StrictSerializer):
-    category = StrictCharField(allow_blank=False, validators=[validate_category])
+    category = StrictCharField(
+        allow_blank=False, validators=[validate_category], help_text=f"^{CATEGORY}$"
+    )
     content = StrictCharField(allow_blank=False, validators=[validate_content])
     source = StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
         required=False, default="operator", allow_blank=False, validators=[validate_source]

@@ -11,3 +11,43 @@ def test_the_schema_generates_without_a_single_warning(tmp_path):
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out), stderr=stderr)
     assert "Warning" not in stderr.getvalue()
     assert out.read_text().startswith("openapi: 3")
+
+
+def _schema() -> dict:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _operations(schema: dict) -> list[tuple[str, str, dict]]:
+    return [(path, method, operation) for path, item in schema["paths"].items()
+            for method, operation in item.items()
+            if method in ("get", "post", "put", "patch", "delete")]
+
+
+def test_the_schema_says_what_the_server_enforces():
+    """Issue 36 §4: rules as schema, not prose; every refusal where it can happen."""
+    schema = _schema()
+    components = schema["components"]["schemas"]
+    requests = [name for name in components if name.endswith("Request")]
+    assert requests and all(components[name]["additionalProperties"] is False
+                            for name in requests if components[name]["type"] == "object")
+    for name in ("EntryCreateRequest", "CandidateCreateRequest"):
+        assert components[name]["properties"]["category"]["pattern"] == (
+            "^[a-z][a-z0-9_.-]{0,63}$")
+    assert components["ProjectCreateRequest"]["properties"]["id"]["pattern"].startswith("^")
+    operations = _operations(schema)
+    for path, method, operation in operations:
+        responses = operation["responses"]
+        if operation.get("security"):
+            assert "Retry-After" in responses["429"]["headers"], (path, method)
+        else:
+            assert path in ("/healthz", "/v1/contract") and "429" not in responses
+        if "requestBody" in operation:
+            assert {"413", "415"} <= set(responses), (path, method)
+        for status, response in responses.items():
+            if status[0] in "45" and "content" in response:
+                assert list(response["content"]) == ["application/json"], (path, method, status)
+    checkout = schema["paths"]["/v1/projects/{project_id}/checkout"]["get"]["responses"]
+    assert list(checkout["401"]["content"]) == ["application/json"]
+    assert "recall" in schema["info"]["description"] and "MCP" in schema["info"]["description"]
