@@ -1,6 +1,6 @@
 """Secrets refused at the door, allowed by fingerprint, and found in what is stored (issue 22).
 
-The scanner is gedweb.secretscan (detect-secrets' formats, GedWeb's own
+The scanner is gedweb.secretscan (gitleaks' rule set and GedWeb's own, on RE2; GedWeb's own
 tokens); this module gives it the server's configured tokens and the
 project's allowances:
 
