@@ -264,3 +264,5 @@ def _load() -> tuple[tuple[Rule, ...], tuple[Allowlist, ...]]:
 
 
 RULES, GLOBAL_ALLOWLISTS = _load()
+RULES_BY_ID = {rule.id: rule for rule in RULES}
+GEDWEB_RULES_VERSION = str(tomllib.loads(GEDWEB_FILE.read_text()).get("version", ""))

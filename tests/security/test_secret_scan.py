@@ -28,7 +28,7 @@ from governance.skills import skill_put
 from governance.standards import standards_import_submit
 from memory import secret_scan, services
 from memory.documents import document_put
-from memory.models import AllowedSecret, MemoryEntry, ProjectQuota
+from memory.models import AllowedSecret, MemoryEntry, ProjectQuota, SecretFinding
 from tests.django_fixtures import bearer_client
 from tests.governance.support import DIRECT, PLANNED, open_work
 from tests.interop.gedpi_trees import migrated_checkout, write_tree
@@ -438,24 +438,56 @@ def test_memory_scan_lists_stored_secrets_without_their_text(alpha, settings):
                              by="vera")
     services.memory_entry_create(project=alpha.project, author="cli", category="note",
                                  content=TEXT)
+    # An idempotency key is stored text too (the door scans content and source).
+    services.memory_entry_create(project=alpha.project, author="cli", category="note",
+                                 content="third", idempotency_key=f"retry-{later}")
     settings.ADMIN_TOKEN = later
     with pytest.raises(CommandError) as raised:
         command("memory", "scan", "--project", "alpha")
     assert raised.value.returncode == 1
-    assert "2 stored secret(s) not allowed" in str(raised.value)
+    assert "3 stored secret(s) not allowed" in str(raised.value)
     out = StringIO()
     with pytest.raises(CommandError):
         call_command("memory", "scan", "--project", "alpha", stdout=out)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert later not in out.getvalue() and AWS not in out.getvalue()
-    found = {(line["source"], line.get("seq"), line.get("path"), line["kind"], line["line"],
-              line["allowed"]) for line in lines[:-1]}
+    found = {(line["source"], line.get("seq"), line.get("path"), line["field"], line["kind"],
+              line["line"], line["allowed"]) for line in lines[:-1]}
     assert found == {
-        ("entry", 1, None, "gedweb-admin-token", 2, False),
-        ("entry", 2, None, "aws-access-key-id", 2, True),
-        ("document", None, "CONTEXT.md", "gedweb-admin-token", 3, False),
+        ("entry", 1, None, "content", "gedweb-admin-token", 2, False),
+        ("entry", 2, None, "content", "aws-access-key-id", 2, True),
+        ("entry", 3, None, "idempotency_key", "gedweb-admin-token", 1, False),
+        ("document", None, "CONTEXT.md", "content", "gedweb-admin-token", 3, False),
     }
-    assert lines[-1] == {"scanned": ["alpha"], "findings": 3, "not_allowed": 2}
+    aws = next(line for line in lines[:-1] if line["kind"] == "aws-access-key-id")
+    assert (aws["rule_origin"], aws["rule_version"]) == ("gedweb", "1")
+    assert lines[-1] == {"scanned": ["alpha"], "findings": 4, "not_allowed": 3}
+    # Kept for the admin: one row per finding, where it is and which rule found it.
+    rows = {(f.source, f.seq, f.field, f.kind, f.line, f.column, f.offset, f.length, f.allowed)
+            for f in SecretFinding.objects.filter(project=alpha.project)}
+    assert rows == {
+        ("entry", 1, "content", "gedweb-admin-token", 2, 24, 29, len(later), False),
+        ("entry", 2, "content", "aws-access-key-id", 2, 28, 41, 20, True),
+        ("entry", 3, "idempotency_key", "gedweb-admin-token", 1, 7, 6, len(later), False),
+        ("document", None, "content", "gedweb-admin-token", 3, 1, 11, len(later), False),
+    }
+    assert not SecretFinding.objects.filter(fingerprint="").exists()
+
+
+def test_a_new_scan_replaces_the_projects_findings_and_leaves_others(alpha, beta, settings):
+    later = "rotated-admin-token-0123456789abcdef"
+    for target in (alpha, beta):
+        services.memory_entry_create(project=target.project, author="cli", category="note",
+                                     content=f"token {later}")
+    settings.ADMIN_TOKEN = later
+    with pytest.raises(CommandError):
+        command("memory", "scan")
+    assert SecretFinding.objects.count() == 2
+    first = set(SecretFinding.objects.values_list("pk", flat=True))
+    settings.ADMIN_TOKEN = "another-admin-token-0123456789abcdef"
+    command("memory", "scan", "--project", "alpha")  # nothing found: exit 0
+    assert list(SecretFinding.objects.values_list("project_id", flat=True)) == ["beta"]
+    assert set(SecretFinding.objects.values_list("pk", flat=True)) < first
 
 
 def test_memory_scan_reads_governance_tables_too(alpha, settings):
