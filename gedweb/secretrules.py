@@ -26,13 +26,15 @@ whose Shannon entropy is at or below ``entropy`` is not one; an allowlist
 ``regexes`` matches (in the secret, the match or the line, per
 ``regexTarget``) or that holds one of its ``stopwords``; with ``condition =
 "AND"`` every criterion it names must hold, and a criterion on file
-``paths`` never holds here (a text has no path).
+``paths`` never holds here (a text has no path). GedWeb may add an
+allowlist to a gitleaks rule (gedweb.toml's ``[[extend]]``, with why).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import math
 import re
@@ -243,10 +245,28 @@ def load_file(path: Path, origin: str, version: str,
     return rules, (_allowlist(top, f"{origin} global allowlist") if top else None)
 
 
+def extended(rules: list[Rule], extensions: list[Mapping[str, Any]]) -> list[Rule]:
+    """``rules`` with GedWeb's added allowlists (gedweb.toml's ``[[extend]]``), each with why."""
+    by_id = {rule.id: rule for rule in rules}
+    for extension in extensions:
+        rule_id = extension.get("rule")
+        where = f"gedweb extension of {rule_id}"
+        if rule_id not in by_id:
+            raise RuleError(f"{where}: no such rule to extend")
+        if not extension.get("description"):
+            raise RuleError(f"{where}: say why (description)")
+        rule = by_id[rule_id]
+        by_id[rule_id] = dataclasses.replace(
+            rule, allowlists=(*rule.allowlists, _allowlist(extension, where)))
+    return [by_id[rule.id] for rule in rules]
+
+
 def _load() -> tuple[tuple[Rule, ...], tuple[Allowlist, ...]]:
-    gedweb_version = tomllib.loads(GEDWEB_FILE.read_text()).get("version", "")
+    config = tomllib.loads(GEDWEB_FILE.read_text())
+    gedweb_version = config.get("version", "")
     ours, our_allow = load_file(GEDWEB_FILE, "gedweb", str(gedweb_version), {})
     theirs, their_allow = load_file(GITLEAKS_FILE, "gitleaks", gitleaks_version(), DROPPED)
+    theirs = extended(theirs, config.get("extend", []))
     ids = [rule.id for rule in (*ours, *theirs)]
     duplicates = sorted({rule_id for rule_id in ids if ids.count(rule_id) > 1})
     if duplicates:

@@ -368,6 +368,36 @@ def embeddings(credential: Credential) -> list[str]:
     return [shown, prose, code]
 
 
+# --- hostile megabytes ------------------------------------------------------------------------
+
+# Each rule's worst input, a megabyte of it: runs of its prefix, of its
+# characters, of separators, and decoys matching a rule's regex by the
+# hundred thousand that its filters then drop (timed by the test and the bench).
+HOSTILE = {
+    "jwt runs": "eyJ" * 333_333,
+    "jwt segments": "eyJa." * 200_000,
+    "openai prefixes": "sk-" * 333_333,
+    "openai marks": "T3BlbkFJ" * 125_000,
+    "npm marks": "//a/:_authToken=" * 62_500,
+    "npm lines": "//a/:_authToken=\n" * 58_823,
+    "assignment spaces": "ibm_cloud_iam_key" + " " * 1_000_000 + "!",
+    "url separators": "://a:" * 200_000,
+    "aws keywords": "aws key " * 125_000,
+    "slack groups": "xoxb-" + "1-" * 500_000,
+    "slack decoys": "xoxa-1-a-aaaaaa " * 62_500,
+    "url passwords": "ab://:cd@e " * 100_000,
+    "pgpass decoys": " a:1:b:c:dddd" * 77_000,
+    "libpq decoys": "password=x host=" * 62_500,
+    "docker decoys": '"auth":"aaaaaa" ' * 62_500,
+    "zero-width spaces": "\u200b" * 1_000_000,
+    "fullwidth letters": "\uff53" * 1_000_000,
+    "combining marks": "e\u0301" * 500_000,
+    "private key headers": "-----BEGIN PRIVATE KEY-----\n" * 35_000,
+    "one character": "a" * 1_000_000,
+    "newlines": "\n" * 1_000_000,
+}
+
+
 # --- what memory is full of -------------------------------------------------------------------
 
 # Example values that providers publish in their documentation.

@@ -155,3 +155,66 @@ def test_entropy_is_shannons():
     assert secretrules.entropy("aaaa") == 0.0
     assert secretrules.entropy("abcd") == pytest.approx(2.0)
     assert secretrules.entropy("aabb" * 300) == pytest.approx(1.0)  # past the lookup table
+
+
+def test_gedwebs_extension_keeps_commit_ids_beside_sourcegraph_and_still_finds_its_tokens():
+    scanner = secretscan.Scanner()
+    commit = "3f2a9c1e4b5d6f7a8b9c0d1e2f3a4b5c6d7e8f90"
+    assert scanner.scan("c", f"Sourcegraph indexed commit {commit} tonight.") == []
+    token = "sgp_" + "a1b2c3d4e5f60718" * 2 + "9f8e7d6c"
+    (finding,) = scanner.scan("c", f"SOURCEGRAPH_TOKEN={token}")
+    assert (finding.kind, finding.offset, finding.length) == ("sourcegraph-access-token", 18, 44)
+    rule = secretrules.RULES_BY_ID["sourcegraph-access-token"]
+    assert (rule.origin, rule.version) == ("gitleaks", secretrules.gitleaks_version())
+
+
+def test_an_extension_must_name_an_existing_rule_and_say_why():
+    rules = [rule for rule in RULES if rule.origin == "gitleaks"]
+    with pytest.raises(RuleError, match="no such rule"):
+        secretrules.extended(rules, [{"rule": "nope", "description": "x", "regexes": ["a"]}])
+    with pytest.raises(RuleError, match="say why"):
+        secretrules.extended(rules, [{"rule": "jwt", "regexes": ["a"]}])
+
+
+def test_an_ellipsis_in_a_secrets_place_is_a_placeholder():
+    scanner = secretscan.Scanner()
+    for text in ("host=db user=app password=...", "(machine h login u password ...)",
+                 "host=db user=app password=\u2026 (from the vault)"):
+        assert scanner.scan("c", text) == [], text
+    assert scanner.scan("c", "host=db user=app password=Xq7-rT9!pLm2")[0].kind == "libpq-password"
+
+
+# --- the formats listed in docs/api.md --------------------------------------------------------
+
+API_DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "api.md"
+START, END = "<!-- formats:start -->", "<!-- formats:end -->"
+
+
+def formats_listing() -> str:
+    """The list docs/api.md carries: GedWeb's rules with what they find, then gitleaks' ids."""
+    ours = [f"- `{rule.id}`: {rule.description}" for rule in RULES if rule.origin == "gedweb"]
+    ours += [f"- `{kind}`: the token configured on this server, as literal text"
+             for kind in (secretscan.ADMIN_TOKEN, secretscan.MEMORY_WRITE_TOKEN)]
+    theirs = sorted(rule.id for rule in RULES if rule.origin == "gitleaks")
+    return "\n".join([
+        f"GedWeb's own (version {secretrules.GEDWEB_RULES_VERSION}):", "", *ours, "",
+        f"gitleaks' ({secretrules.gitleaks_version()}), {len(theirs)} rules:", "",
+        ", ".join(f"`{rule_id}`" for rule_id in theirs) + ".",
+    ])
+
+
+def test_the_api_doc_lists_every_format():
+    text = API_DOC.read_text()
+    listed = text[text.index(START) + len(START):text.index(END)].strip()
+    assert listed == formats_listing(), (
+        "docs/api.md is stale: .venv/bin/python -m tests.security.test_secret_rules --write")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if "--write" in sys.argv:
+        text = API_DOC.read_text()
+        head, rest = text.split(START, 1)
+        _, tail = rest.split(END, 1)
+        API_DOC.write_text(f"{head}{START}\n{formats_listing()}\n{END}{tail}")

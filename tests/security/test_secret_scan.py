@@ -33,6 +33,7 @@ from tests.django_fixtures import bearer_client
 from tests.governance.support import DIRECT, PLANNED, open_work
 from tests.interop.gedpi_trees import migrated_checkout, write_tree
 from tests.security.secret_corpus import (
+    HOSTILE,
     KNOWN,
     Credential,
     credentials,
@@ -189,29 +190,6 @@ def test_a_text_holding_many_secrets_reports_the_first_thousand():
     assert found[0].offset == 0
 
 
-HOSTILE = {
-    "jwt runs": "eyJ" * 333_333,
-    "jwt segments": "eyJa." * 200_000,
-    "openai prefixes": "sk-" * 333_333,
-    "openai marks": "T3BlbkFJ" * 125_000,
-    "npm marks": "//a/:_authToken=" * 62_500,
-    "npm lines": "//a/:_authToken=\n" * 58_823,
-    "assignment spaces": "ibm_cloud_iam_key" + " " * 1_000_000 + "!",
-    "url separators": "://a:" * 200_000,
-    "aws keywords": "aws key " * 125_000,
-    "slack groups": "xoxb-" + "1-" * 500_000,
-    "slack decoys": "xoxa-1-a-aaaaaa " * 62_500,
-    "url passwords": "ab://:cd@e " * 100_000,
-    "pgpass decoys": " a:1:b:c:dddd" * 77_000,
-    "libpq decoys": "password=x host=" * 62_500,
-    "docker decoys": '"auth":"aaaaaa" ' * 62_500,
-    "zero-width spaces": "\u200b" * 1_000_000,
-    "fullwidth letters": "\uff53" * 1_000_000,
-    "combining marks": "e\u0301" * 500_000,
-    "private key headers": "-----BEGIN PRIVATE KEY-----\n" * 35_000,
-    "one character": "a" * 1_000_000,
-    "newlines": "\n" * 1_000_000,
-}
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
@@ -229,6 +207,17 @@ def test_a_hostile_megabyte_is_scanned_in_linear_time(name):
     assert large < 15, f"{name}: {large:.1f} s for 1 MB"
     # Quadratic would be 16x; allow noise of a shared machine.
     assert large < 10 * small + 0.5, f"{name}: {small:.3f} s -> {large:.3f} s"
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_secret_after_a_hostile_megabyte_is_still_found(name):
+    """The RE2 sets that pick the rules answer on a hostile megabyte too: none gives up."""
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    text = HOSTILE[name] + "\n" + token
+    found = Scanner().scan("content", text)
+    # A megabyte that is itself a thousand findings is refused before the token is reached.
+    assert len(found) == secretscan.MAX_FINDINGS or any(
+        f.kind == "github-token" and f.offset == len(text) - len(token) for f in found), name
 
 
 def test_the_largest_entry_is_scanned_in_bounded_time():
@@ -267,6 +256,19 @@ def test_an_api_append_holding_a_secret_is_422_and_stores_nothing(alpha):
     assert "line 2, column 28" in body["message"]
     assert MemoryEntry.objects.count() == 0
     assert list(ProjectQuota.objects.values_list("used_bytes", flat=True)) == quota
+
+
+def test_an_api_append_of_a_token_split_by_a_zero_width_space_is_refused_where_written(alpha):
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    content = "Deploy \u00e9t\u00e9.\n\u00a0 key " + token[:12] + "\u200b" + token[12:]
+    api = bearer_client(alpha.token)
+    response = api.post(f"/v1/projects/{alpha.id}/memory",
+                        {"category": "note", "content": content}, format="json")
+    assert response.status_code == 422
+    (finding,) = response.json()["findings"]
+    assert (finding["kind"], finding["line"], finding["column"]) == ("github-token", 2, 7)
+    assert token[12:] not in response.content.decode()
+    assert MemoryEntry.objects.count() == 0
 
 
 def test_an_api_document_and_candidate_holding_a_secret_are_refused(alpha):
