@@ -242,6 +242,9 @@ FORMATS: dict[str, Maker] = {
     "redis url password": _in(password, "redis://:{value}@cache.internal:6379/0"),
     "libpq password": _in(password,
                           "host=db.internal port=5432 dbname=billing user=app password={value}"),
+    "libpq password first": _in(password, "password={value} sslmode=require host=db.internal"),
+    "pgpassword variable": _in(password, "export PGPASSWORD={value}"),
+    "dotenv password": _in(password, "DB_PASSWORD={value}"),
     "pgpass line": _in(password, "db.internal:5432:billing:app:{value}"),
     "encrypted pkcs8 private key": _encrypted_pkcs8,
     "docker config.json auth": _docker_auth,
@@ -517,6 +520,8 @@ _FIXTURE_TEMPLATES = [
     "IPv6 fe80::{hex4}:{hex4b}:{hex4c}:1 and 2001:db8:{hex4}:{hex4b}:{hex4c}:1:2:3 are on the "
     "allowlist.",
     "At 10:{m}:{n} the job ran; at 11:{m}:{n} it stopped.",
+    "env of the runner:\nPWD=/srv/app/releases/{short}\nOLDPWD=/srv/app\nHOME=/root\n"
+    "SHELL=/bin/bash\nDB_PASSWORD=${{DB_PASSWORD}}\nPGPASSFILE=/run/secrets/pgpass",
     "The ULID 01J{ULID} and the KSUID 2{KSUID} name the run.",
 ]
 
