@@ -416,6 +416,17 @@ DOCUMENTED_EXAMPLES = [
     "github_pat_xxxxxxxxxxxxxxxxxxxxxx_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
     "sk-ant-api03-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
     "ACXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    "curl -H 'Authorization: Bearer ghp_16C7e42F292c6912E7710c838347Ae178B4a' "
+    "https://api.github.com/user",
+    "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+    "AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe",
+    "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+    "110201543:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+    "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJ"
+    "PLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+    "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;",
+    "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0"
+    "dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
     "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
     "xoxb-your-token",
     "postgres://user:password@localhost:5432/mydb",
