@@ -285,6 +285,13 @@ FORMATS: dict[str, Maker] = {
         lambda r: pick(r, B64, 43) + "=",
         "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
         "SharedAccessKey={value}"),
+    "azure sas url": _in(lambda r: _b64(r.randbytes(32)).replace("+", "%2B").replace("=", "%3D"),
+                         "https://acme.blob.core.windows.net/exports/a.csv?sv=2022-11-02&ss=b"
+                         "&srt=o&sp=r&se=2026-12-31T00:00:00Z&sig={value}"),
+    "compose file password": _in(password, "services:\n  db:\n    environment:\n"
+                                           "      POSTGRES_PASSWORD: {value}\n", True),
+    "telegram bot token (any first letters)": _alone(
+        lambda r: f"{r.randint(10**8, 8 * 10**9)}:{pick(r, URLSAFE, 35)}"),
     "gcp service-account json": _gcp_service_account,
     "openssh private key": _pem_maker("OPENSSH PRIVATE KEY"),
     "pkcs8 private key": _pem_maker("PRIVATE KEY"),

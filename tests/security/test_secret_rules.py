@@ -124,6 +124,10 @@ def test_the_corrected_allowlist_pattern_is_upstreams_and_no_longer_hides_keys()
     (merged,) = secretrules.GLOBAL_ALLOWLISTS
     assert merged.regexes.Match("true") and merged.regexes.Match("null")
     assert not merged.regexes.Match("YrUz5CWo0XaBSneBGdVnnulL")
+    hvs = "hvs.VHGmuOSWlVJaElDbynJYIlymttFCNa0RqNH-W06Zp7T2i9hxDHhtGgi5M26HlNq3X8EucE02IMaK_" \
+          "EsryMGQTRi7RYJ7jktFj8rw"
+    (finding,) = secretscan.Scanner().scan("c", f"VAULT_TOKEN={hvs}")
+    assert finding.kind == "vault-service-token"
 
 
 def test_the_keyword_prefilter_is_gitleaks_keyword_rule():
