@@ -1,4 +1,5 @@
-"""The admin site itself: its titles, and an index that lists what waits for a decision.
+"""The admin site itself: its titles, and an index that lists what waits for a decision
+and how many stored secrets the last `memory scan` found.
 
 Imported by governance/admin.py (it reads both apps' models, and governance
 is the app that may depend on memory). The default site is kept, so
@@ -17,7 +18,7 @@ from django.urls import reverse
 
 from gedweb.admin import admin_projects
 from governance.models import StandardsImport
-from memory.models import MemoryCandidate
+from memory.models import MemoryCandidate, SecretFinding
 
 admin.site.site_header = "GedWeb administration"
 admin.site.site_title = "GedWeb admin"
@@ -65,11 +66,31 @@ def pending_by_project(request: HttpRequest) -> list[dict[str, Any]]:
     return [rows[key] for key in sorted(rows)]
 
 
+def secret_findings(request: HttpRequest) -> dict[str, Any] | None:
+    """Secrets the last `manage.py memory scan` found and no allowance covers, per project.
+
+    One grouped query, for a user who may view the findings; None otherwise.
+    """
+    if not request.user.has_perm("memory.view_secretfinding"):
+        return None
+    counts = (
+        SecretFinding.objects.filter(project__in=admin_projects(request.user), allowed=False)
+        .values("project_id").annotate(n=Count("id")).order_by("project_id")
+    )
+    listing = reverse("admin:memory_secretfinding_changelist")
+    rows = [{"project": found["project_id"], "count": found["n"],
+             "url": f"{listing}?allowed__exact=0&project__id__exact={found['project_id']}"}
+            for found in counts]
+    return {"total": sum(row["count"] for row in rows), "rows": rows,
+            "url": f"{listing}?allowed__exact=0"}
+
+
 _default_index = admin.site.index
 
 
 def index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
-    context = {"pending_by_project": pending_by_project(request), **(extra_context or {})}
+    context = {"pending_by_project": pending_by_project(request),
+               "secret_findings": secret_findings(request), **(extra_context or {})}
     return _default_index(request, extra_context=context)
 
 

@@ -86,6 +86,17 @@ ARTIFACTS: list[dict[str, Any]] = [
         ),
     },
     {
+        "artifact": "memory.SecretFinding",
+        "storage": "database",
+        "producer": "memory.secret_scan.record_findings (`manage.py memory scan`)",
+        "consumers": ["Django admin (the index's count, each finding's redaction link)"],
+        "authority": "projection",
+        "lifecycle": (
+            "replaced for a project by each scan of it; where a secret sits in stored text, "
+            "its kind, rule origin and version, and fingerprint; never the secret's text"
+        ),
+    },
+    {
         "artifact": "memory.MemoryCandidate",
         "storage": "database",
         "producer": "memory.services.candidate_create",

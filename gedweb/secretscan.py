@@ -1,124 +1,76 @@
-"""The secret scanner: credentials in agent or user text, found by format (issue 22).
+"""The secret scanner: credentials in agent or user text, found by format (issues 22, 35).
 
 Plain Python, no Django: memory.secret_scan gives it the configured tokens
 and the project's allowed fingerprints, and turns a finding into the 422
 ``secret_detected``. What it finds, and what it leaves alone, is in
 docs/security.md ("Secrets in written text").
 
-The formats are detect-secrets' (Yelp's scanner, kept up to date with the
-providers' formats): each plugin's own regexes and its secret type, run by
-this module over the whole text with ``finditer`` so a finding has its
-offset, hence its line and column, and never needs the secret echoed. Not
-every plugin is used, and three are run in a bounded form:
+The rules are gedweb.secretrules': gitleaks' maintained rule set and
+GedWeb's own, every one on RE2, so a scan is linear in the text whatever the
+text. One scan:
 
-- Left out, because their assignment regexes backtrack catastrophically
-  (measured: IbmCloudIamDetector takes 17 s on ``ibm_cloud_iam_key`` and
-  1,000 spaces, longer than any timeout at 4,000; the same builder,
-  ``RegexBasedDetector.build_assignment_regex``, serves all four):
-  IbmCloudIamDetector, IbmCosHmacDetector, CloudantDetector,
-  SoftlayerDetector. Every rule over outside text runs in linear time.
-- Left out, because memory is full of what they flag: the high-entropy
-  string plugins (Base64HighEntropyString, HexHighEntropyString) flag commit
-  SHAs, SHA-256 digests, GedWeb's chain hashes and base64 fixtures, which
-  every second entry holds; KeywordDetector flags prose about passwords and
-  tokens (``token: the project's bearer token``), which GedWeb's own
-  documents are full of; IPPublicDetector flags addresses, not secrets.
-- Bounded: JwtTokenDetector's regex starts at every ``eyJ`` and rescans the
-  rest of the run from each (quadratic: 0.6 s on 32,000 characters of
-  ``eyJeyJ...``), OpenAIDetector's ``sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}...``
-  rescans from every ``sk-`` (1 s on 20,000 characters), NpmDetector's
-  ``//.+/:_authToken=`` rescans the line from every ``//``. Each is run here
-  as the same match found in linear time (below), with the plugin's secret
-  type and, for JWTs, its own validity check.
+1. The text's normalised view (``normalise``): NFKC, with zero-width and
+   other invisible characters removed, so ``ghp_\u200bAb...`` or a token in
+   fullwidth letters is the token. Each character of the view keeps the
+   span of the text it came from, so a finding names where the secret sits
+   in the text as written (line, column, offset and length there).
+2. One pass of an RE2 set of every rule's keywords over the view's
+   lowercase tells which rules may run (gitleaks' own prefilter: a rule
+   runs only on a text holding one of its keywords); most entries hold
+   few. Then one pass of an RE2 set of those rules' regexes (16 to a set)
+   tells which of them match at all; only those search the text.
+3. Each remaining rule's matches, filtered as gitleaks does (secret group,
+   entropy, allowlists), then GedWeb's configured tokens as literal text.
 
-GedWeb's own: project tokens (``gwp_`` and 43 URL-safe characters, as
-memory.services.generate_project_token makes them) and the configured admin
-and memory write tokens, found as literal text.
-
-A finding's fingerprint is ``sha256("gedweb-secret-v1\\0" kind "\\0" secret)``:
-the same secret of the same kind has the same fingerprint everywhere, so an
-operator allows it by fingerprint (memory.AllowedSecret) without the text.
+A finding's fingerprint is ``sha256("gedweb-secret-v1\\0" kind "\\0" secret)``
+over the secret as the view has it: the same secret of the same kind has
+the same fingerprint everywhere, however it was disguised, so an operator
+allows it by fingerprint (memory.AllowedSecret) without the text.
 """
 
 from __future__ import annotations
 
-import base64
 import bisect
 import hashlib
 import re
-import re._constants as _regex_constants  # type: ignore[import-not-found]  # unstubbed
-import re._parser as _regex_parser  # type: ignore[import-not-found]
-from collections.abc import Iterable, Iterator, Mapping
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from detect_secrets.filters.heuristic import is_prefixed_with_dollar_sign, is_templated_secret
-from detect_secrets.plugins.artifactory import ArtifactoryDetector
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
+import numpy
+import re2
+
+from gedweb.secretrules import GLOBAL_ALLOWLISTS, RULES, Rule, entropy
 
 FINGERPRINT_PREFIX = "gedweb-secret-v1"
-GEDWEB_PROJECT_TOKEN = "GedWeb project token"
-ADMIN_TOKEN = "GedWeb admin token"
-MEMORY_WRITE_TOKEN = "GedWeb memory write token"
+GEDWEB_PROJECT_TOKEN = "gedweb-project-token"
+ADMIN_TOKEN = "gedweb-admin-token"
+MEMORY_WRITE_TOKEN = "gedweb-memory-write-token"
 # A configured token shorter than this is not looked for: it would be found
 # in ordinary words (settings refuse such tokens in production anyway).
 MIN_KNOWN_TOKEN = 16
+# A text holding more secrets than this is reported with the first this many
+# (after twice as many matches the scan stops: the text is refused anyway).
+MAX_FINDINGS = 1000
 
-# detect-secrets' plugins run with their own regexes (module docstring).
-# Each was timed on hostile input of 160,000 characters (a run of its
-# prefix, of its character class, of separators) and grows linearly.
-REGEX_PLUGINS: tuple[type[Any], ...] = (
-    AWSKeyDetector,
-    ArtifactoryDetector,
-    AzureStorageKeyDetector,
-    BasicAuthDetector,
-    DiscordBotTokenDetector,
-    GitHubTokenDetector,
-    GitLabTokenDetector,
-    MailchimpDetector,
-    PrivateKeyDetector,
-    PypiTokenDetector,
-    SendGridDetector,
-    SlackDetector,
-    SquareOAuthDetector,
-    StripeDetector,
-    TelegramBotTokenDetector,
-    TwilioKeyDetector,
-)
-# Run in their bounded form (below), under the plugin's own secret type.
-BOUNDED_PLUGINS: tuple[type[Any], ...] = (JwtTokenDetector, OpenAIDetector, NpmDetector)
-
-_GEDWEB_TOKEN = re.compile(r"gwp_[A-Za-z0-9_-]{43}")
 _NEWLINE = re.compile("\n")
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One secret in one field: where and what kind, never the secret itself."""
+    """One secret in one field: where and what kind, never the secret itself.
+
+    ``line``, ``column``, ``offset`` and ``length`` are in the text as
+    written (before normalisation), so a redaction can cut exactly this span.
+    """
 
     field: str
     kind: str
     line: int  # 1-based
     column: int  # 1-based, in characters
     offset: int  # 0-based character offset in the field's text
-    length: int  # characters, so a redaction can cut exactly this span
+    length: int  # characters
     fingerprint: str
 
     def as_dict(self) -> dict[str, Any]:
@@ -135,190 +87,239 @@ def fingerprint(kind: str, secret: str) -> str:
     return hashlib.sha256(material).hexdigest()
 
 
-# --- the bounded forms ----------------------------------------------------------------------
+# --- the normalised view ----------------------------------------------------------------------
 
-_JWT_CHARS = "A-Za-z0-9_=-"
-# One run of JWT characters, a dot, a run, an optional dot: possessive, and
-# never started inside a run, so every character is looked at a bounded
-# number of times. The plugin's own regex is
-# ``eyJ[A-Za-z0-9-_=]+\.[A-Za-z0-9-_=]+\.?[A-Za-z0-9-_.+/=]*?``: its lazy tail
-# matches nothing, so its match is the header from the first ``eyJ`` of the
-# run, the payload and the optional dot, which is what this finds.
-_JWT_SPAN = re.compile(rf"(?<![{_JWT_CHARS}])[{_JWT_CHARS}]++\.[{_JWT_CHARS}]++\.?")
-
-
-def _jwt_header_closes(token: str) -> bool:
-    """A cheap first look (the plugin's check decodes both parts and parses their JSON)."""
-    header = token[:token.index(".")]
-    if len(header) % 4 == 1:
-        return False
-    try:
-        decoded = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
-    except ValueError:
-        return False
-    return decoded.rstrip().endswith(b"}")
+# Invisible beyond the format (Cf), control (Cc) and surrogate (Cs)
+# categories: the Hangul fillers, the combining grapheme joiner, the Khmer
+# inherent vowels, the Mongolian and Unicode variation selectors, which render
+# as nothing and NFKC keeps.
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f"
+                       "\u3164\uffa0") | frozenset(map(chr, range(0xFE00, 0xFE10))) \
+    | frozenset(map(chr, range(0xE0100, 0xE01F0)))
+_TABLE_LIMIT = 65_536  # distinct characters remembered; a hostile text cannot grow it further
 
 
-def _jwt(text: str) -> Iterator[tuple[int, str]]:
-    if "eyJ" not in text:  # every token found below starts with it: one pass in C
-        return
-    for match in _JWT_SPAN.finditer(text):
-        span = match.group()
-        start = span.find("eyJ", 0, span.index(".") - 1)
-        if start < 0:
+def char_view(char: str) -> str:
+    """One character's view: nothing if invisible, else its NFKC form."""
+    if char.isascii():
+        return char
+    if char in _INVISIBLE or unicodedata.category(char) in ("Cf", "Cc", "Cs"):
+        return ""
+    return unicodedata.normalize("NFKC", char)
+
+
+class _Table(dict[int, str]):
+    """A ``str.translate`` table filled on first use: translate runs in C after that."""
+
+    def __init__(self, value: Callable[[str], str]) -> None:
+        super().__init__()
+        self.value = value
+
+    def __missing__(self, code: int) -> str:
+        if len(self) >= _TABLE_LIMIT:
+            self.clear()
+        result = self[code] = self.value(chr(code))
+        return result
+
+
+_VIEW_TABLE = _Table(char_view)
+# Each character's view length, as one character (at most 18: U+FDFA).
+_LENGTH_TABLE = _Table(lambda char: chr(len(char_view(char))))
+
+
+@dataclass(frozen=True)
+class View:
+    """The normalised text, and for each of its characters the one it came from.
+
+    ``sources`` is None when the view is the text itself (ASCII, or nothing
+    to change): then a span maps to itself.
+    """
+
+    text: str
+    sources: Any = None  # numpy int64 array: view index -> index in the text as written
+
+    def original(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the text as written that the view's [start, end) came from."""
+        if self.sources is None:
+            return start, end
+        return int(self.sources[start]), int(self.sources[end - 1]) + 1
+
+
+def normalise(text: str) -> View:
+    """NFKC of each character of ``text``, invisible characters removed, mapped back.
+
+    Character by character: NFKC's compatibility mapping (fullwidth and
+    mathematical letters, ligatures, superscripts, ...) of each character,
+    so every character of the view comes from one character of the text and
+    a finding's position there is exact. (Whole-text NFKC would also fuse a
+    letter with a combining mark after it; here they stay two characters,
+    so a mark stuck to a token's last letter does not hide the token.)
+    ASCII is its own view (the common case: no copy, no map). Linear, and in
+    C after the first sight of each character (``str.translate``, numpy).
+    """
+    if text.isascii():
+        return View(text)
+    view = text.translate(_VIEW_TABLE)
+    if view == text:
+        return View(text)
+    lengths = numpy.frombuffer(text.translate(_LENGTH_TABLE).encode("latin-1"), dtype=numpy.uint8)
+    sources = numpy.repeat(numpy.arange(len(text), dtype=numpy.int64), lengths)
+    return View(view, sources)
+
+
+# --- the rules --------------------------------------------------------------------------------
+
+
+def _keyword_set() -> tuple[Any, list[list[int]], list[int]]:
+    """One RE2 set of every keyword; for each keyword, the rules it lets run."""
+    options = re2.Options()
+    options.max_mem = 64 << 20
+    keywords = sorted({word for rule in RULES for word in rule.keywords})
+    matcher = re2.Set.SearchSet(options)
+    for word in keywords:
+        matcher.Add(re2.escape(word))
+    matcher.Compile()
+    index = {word: position for position, word in enumerate(keywords)}
+    by_keyword: list[list[int]] = [[] for _ in keywords]
+    always = []
+    for number, rule in enumerate(RULES):
+        if not rule.keywords:
+            always.append(number)
+        for word in rule.keywords:
+            by_keyword[index[word]].append(number)
+    return matcher, by_keyword, always
+
+
+_KEYWORDS, _RULES_BY_KEYWORD, _RULES_ALWAYS = _keyword_set()
+
+
+def candidate_numbers(lowered: str) -> list[int]:
+    """The rules (by index) a text may run: those without keywords, those whose keyword it holds."""
+    numbers = set(_RULES_ALWAYS)
+    for keyword in _KEYWORDS.Match(lowered) or ():
+        numbers.update(_RULES_BY_KEYWORD[keyword])
+    return sorted(numbers)
+
+
+def candidate_rules(lowered: str) -> list[Rule]:
+    return [RULES[number] for number in candidate_numbers(lowered)]
+
+
+# The rules' regexes again, as RE2 sets of SET_SIZE each (one set of all of
+# them is too large a program for RE2): one pass of a set over the text says
+# which of its rules match anywhere, so only those run their search, whose
+# fixed cost per call (4 us on an entry) is most of a scan. A set's DFA does
+# not give up on a hard text (RE2 keeps matching with a set however often
+# its cache fills); its memory is bounded by the options.
+SET_SIZE = 16
+
+
+def _rule_sets() -> list[Any]:
+    options = re2.Options()
+    options.max_mem = 64 << 20
+    sets = []
+    for first in range(0, len(RULES), SET_SIZE):
+        matcher = re2.Set.SearchSet(options)
+        for rule in RULES[first:first + SET_SIZE]:
+            matcher.Add(rule.regex.pattern)
+        matcher.Compile()
+        sets.append(matcher)
+    return sets
+
+
+_RULE_SETS = _rule_sets()
+
+
+def matching_rules(numbers: list[int], encoded: bytes) -> list[Rule]:
+    """Of the rules ``numbers``, those whose regex matches somewhere in ``encoded``."""
+    found: list[Rule] = []
+    chunk, hits = -1, frozenset[int]()
+    for number in numbers:
+        if number // SET_SIZE != chunk:
+            chunk = number // SET_SIZE
+            hits = frozenset(_RULE_SETS[chunk].Match(encoded) or ())
+        if number % SET_SIZE in hits:
+            found.append(RULES[number])
+    return found
+
+
+_UTF8_SIZE = _Table(lambda char: chr(len(char.encode("utf-8", "surrogatepass"))))
+
+
+def _char_offsets(text: str, encoded: bytes) -> Callable[[int], int]:
+    """Byte offset in ``encoded`` -> character offset in ``text`` (its UTF-8)."""
+    if len(encoded) == len(text):
+        return int
+    # Built once, only for a view that is not ASCII: the byte offset of each character.
+    sizes = numpy.frombuffer(text.translate(_UTF8_SIZE).encode("latin-1"), dtype=numpy.uint8)
+    starts = numpy.concatenate(([0], numpy.cumsum(sizes, dtype=numpy.int64)))
+
+    def to_chars(offset: int) -> int:
+        return int(numpy.searchsorted(starts, offset))
+    return to_chars
+
+
+def _line(text: bytes, start: int, end: int) -> str:
+    stop = text.find(b"\n", end)
+    return text[text.rfind(b"\n", 0, start) + 1:len(text) if stop < 0 else stop].decode()
+
+
+def _rule_matches(rule: Rule, text: bytes,
+                  verdicts: dict[tuple[int, int, bytes], bool]) -> Iterator[tuple[int, int, str]]:
+    """(start, end, secret) of each of the rule's secrets in ``text`` (UTF-8, byte offsets).
+
+    Filtered as gitleaks filters them. Bytes, not str: a match then costs no
+    offset decoding, which a hostile text with a match every few characters
+    would pay a hundred thousand times. ``verdicts`` remembers, for this text,
+    whether a match with the same text was a secret (a repeated decoy is
+    judged once); a rule whose allowlist reads the whole line is judged
+    each time.
+    """
+    groups = rule.regex.groups
+    by_line = any(allowlist.target == "line" for allowlist in rule.allowlists)
+    for match in rule.regex.finditer(text):
+        # The match's spans, read once: google-re2's group() and span()
+        # re-count the pattern's groups on every call (3 us a call), which a
+        # hostile text with a match every few bytes would pay each time.
+        spans = match._spans
+        group = rule.secret_group
+        if not group and groups:
+            group = next((number for number in range(1, groups + 1)
+                          if spans[number][1] > spans[number][0]), 0)
+        start, end = spans[group]
+        if end <= start:
             continue
-        token = span[start:]
-        if _jwt_header_closes(token) and JwtTokenDetector.is_formally_valid(token):
-            yield match.start() + start, token
+        whole = spans[0]
+        key = (start - whole[0], end - start, text[whole[0]:whole[1]])
+        verdict = None if by_line else verdicts.get(key)
+        if verdict is None:
+            secret = text[start:end].decode()
+            verdict = _is_secret(rule, secret, text, whole)
+            if not by_line:
+                verdicts[key] = verdict
+        if verdict:
+            yield start, end, text[start:end].decode()
 
 
-_OPENAI_MARK = "T3BlbkFJ"  # base64 of "OpenAI", in the middle of every such key
-_OPENAI_RUN = re.compile(r"[A-Za-z0-9_-]++")
-_ALNUM20 = re.compile(r"[A-Za-z0-9]{20}")
-# The plugin's ``sk-[A-Za-z0-9-_]*`` before the 20 characters: a longer
-# prefix than this is not looked for (keys as issued carry at most a project
-# or service-account id there).
-OPENAI_MAX_PREFIX = 256
-
-
-def _openai(text: str) -> Iterator[tuple[int, str]]:
-    """``sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}``, anchored on the mark.
-
-    Every character of such a key is in the plugin's prefix class, so a key
-    lies within one run of it: each run is read once, each mark in it is
-    checked in a bounded window. A text without the mark has no key: one
-    pass in C, instead of a Python loop over every word.
-    """
-    if _OPENAI_MARK not in text:
-        return
-    for run in _OPENAI_RUN.finditer(text):
-        run_start, run_end = run.span()
-        end = run_start
-        position = text.find(_OPENAI_MARK, run_start, run_end)
-        while position >= 0:
-            head, tail = position - 20, position + len(_OPENAI_MARK)
-            if (head >= end + 3 and tail + 20 <= run_end
-                    and _ALNUM20.fullmatch(text, head, position)
-                    and _ALNUM20.fullmatch(text, tail, tail + 20)):
-                start = text.find("sk-", max(end, head - 3 - OPENAI_MAX_PREFIX), head)
-                if start >= 0:
-                    yield start, text[start:tail + 20]
-                    end = tail + 20
-                    position = text.find(_OPENAI_MARK, end, run_end)
-                    continue
-            position = text.find(_OPENAI_MARK, position + 1, run_end)
-
-
-_NPM_MARK = "/:_authToken="
-_NPM_VALUE = re.compile(r"[ \t\f\v\r]*+(?:(npm_.+)|([A-Fa-f0-9-]{36}))")
-
-
-def _npm(text: str) -> Iterator[tuple[int, str]]:
-    """``//.+/:_authToken=\\s*((npm_.+)|([A-Fa-f0-9-]{36})).*`` per line, anchored on the mark.
-
-    Each line holding the mark is bounded once; its first ``//`` is found once.
-    """
-    line_end = -1
-    slashes = -1
-    position = text.find(_NPM_MARK)
-    while position >= 0:
-        if position > line_end:
-            line_start = text.rfind("\n", 0, position) + 1
-            line_end = text.find("\n", position)
-            line_end = len(text) if line_end < 0 else line_end
-            slashes = text.find("//", line_start, line_end)
-        # ``//.+`` : a "//" with at least one character before the mark, on this line.
-        if 0 <= slashes < position - 2:
-            value = _NPM_VALUE.match(text, position + len(_NPM_MARK), line_end)
-            if value is not None:
-                group = 1 if value.group(1) else 2
-                yield value.start(group), value.group(group)
-                # The plugin's trailing ``.*`` takes the rest of the line.
-                position = text.find(_NPM_MARK, line_end)
-                continue
-        position = text.find(_NPM_MARK, position + 1)
-
-
-_BOUNDED = {
-    JwtTokenDetector.secret_type: _jwt,
-    OpenAIDetector.secret_type: _openai,
-    NpmDetector.secret_type: _npm,
-}
-
-
-# --- the scanner ------------------------------------------------------------------------------
-
-
-# The plugins whose groups capture the secret itself (the password of a URL,
-# an AWS secret key after its variable's name). The others' groups capture
-# a prefix (``(ghp|gho|...)_``): detect-secrets would report ``ghp`` as the
-# secret, so every GitHub token would share one fingerprint. Theirs is the
-# whole match.
-_SECRET_GROUPS = frozenset({BasicAuthDetector.secret_type, AWSKeyDetector.secret_type})
-
-
-def _regex_matches(kind: str, pattern: re.Pattern[str],
-                   text: str) -> Iterator[tuple[int, str]]:
-    """Each match's secret: its first non-empty group for _SECRET_GROUPS, else the match."""
-    groups = pattern.groups if kind in _SECRET_GROUPS else 0
-    for match in pattern.finditer(text):
-        index = next((i for i in range(1, groups + 1) if match.group(i)), 0)
-        yield match.start(index), match.group(index)
-
-
-# The passwords of documentation's example URLs (``postgres://user:password@host``):
-# words that name a password rather than being one, and runs of one character.
-PLACEHOLDER_PASSWORDS = frozenset({"password", "passwd", "pass", "pwd", "secret", "token",
-                                   "example", "redacted"})
-
-
-def _placeholder(kind: str, secret: str) -> bool:
-    """detect-secrets' own filters for a value that names a secret rather than being one.
-
-    For a URL's password only: every other format is a credential by its shape.
-    """
-    if kind != BasicAuthDetector.secret_type:
+def _is_secret(rule: Rule, secret: str, text: bytes, whole: tuple[int, int]) -> bool:
+    if rule.entropy is not None and entropy(secret) <= rule.entropy:
         return False
-    return (is_templated_secret(secret) or is_prefixed_with_dollar_sign(secret)
-            or secret.lower() in PLACEHOLDER_PASSWORDS or len(set(secret)) == 1)
+    if rule.validate is not None and not rule.validate(secret):
+        return False
 
+    def matched() -> str:
+        return text[whole[0]:whole[1]].decode()
 
-def required_text(pattern: re.Pattern[str]) -> str | None:
-    """The longest run of literal characters that every match of ``pattern`` contains.
+    def line() -> str:
+        return _line(text, *whole)
 
-    A text without it cannot match, which ``in`` tells in one pass in C: most
-    entries hold none of the providers' prefixes, and each regex searched
-    in full cost about as much as all of an entry's other checks. Only the
-    pattern's top level is read (what is inside a group or a repeat may not
-    be in a match), from the tree Python's own regex compiler parses it into;
-    a case-insensitive pattern has none (its letters match other letters).
-    """
-    if pattern.flags & re.IGNORECASE:
-        return None
-    longest, run = "", ""
-    for op, argument in _regex_parser.parse(pattern.pattern, pattern.flags).data:
-        if op is _regex_constants.LITERAL:
-            run += chr(argument)
-        else:
-            longest, run = max(longest, run, key=len), ""
-    return max(longest, run, key=len) or None
-
-
-_RULES: tuple[tuple[str, re.Pattern[str], str | None], ...] = tuple(
-    (kind, pattern, required_text(pattern)) for kind, pattern in (
-        *((plugin.secret_type, pattern) for plugin in REGEX_PLUGINS
-          for pattern in plugin.denylist),
-        (GEDWEB_PROJECT_TOKEN, _GEDWEB_TOKEN),
-    )
-)
+    return not any(allowlist.allows(secret, matched, line)
+                   for allowlist in (*rule.allowlists, *GLOBAL_ALLOWLISTS))
 
 
 def kinds() -> list[str]:
-    """Every kind of secret the scanner knows, for the docs and the tests."""
-    names = dict.fromkeys(kind for kind, _, _ in _RULES)
-    names.update(dict.fromkeys(_BOUNDED))
-    names.update({ADMIN_TOKEN: None, MEMORY_WRITE_TOKEN: None})
-    return list(names)
+    """Every kind of secret the scanner knows (rule ids), for the docs and the tests."""
+    return [rule.id for rule in RULES] + [ADMIN_TOKEN, MEMORY_WRITE_TOKEN]
 
 
 class Scanner:
@@ -328,43 +329,56 @@ class Scanner:
         self.known = {kind: token for kind, token in (known or {}).items()
                       if token and len(token) >= MIN_KNOWN_TOKEN}
 
-    def _matches(self, text: str) -> Iterator[tuple[str, int, str]]:
-        for kind, pattern, required in _RULES:
-            if required is not None and required not in text:
-                continue
-            for offset, secret in _regex_matches(kind, pattern, text):
-                yield kind, offset, secret
-        for kind, finder in _BOUNDED.items():
-            for offset, secret in finder(text):
-                yield kind, offset, secret
-        for kind, token in self.known.items():
+    def _matches(self, text: str) -> Iterator[tuple[int, int, int, str, str]]:
+        """(start, end, rule order, kind, secret) in the view's text, in characters."""
+        encoded = text.encode()
+        to_chars = _char_offsets(text, encoded)
+        found = 0
+        rules = matching_rules(candidate_numbers(text.lower()), encoded)
+        for order, rule in enumerate(rules):
+            verdicts: dict[tuple[int, int, bytes], bool] = {}
+            for start, end, secret in _rule_matches(rule, encoded, verdicts):
+                yield to_chars(start), to_chars(end), order, rule.id, secret
+                found += 1
+                if found >= 2 * MAX_FINDINGS:  # the text is refused many times over
+                    return
+        for order, (kind, token) in enumerate(self.known.items(), start=len(RULES)):
             offset = text.find(token)
             while offset >= 0:
-                yield kind, offset, token
+                yield offset, offset + len(token), order, kind, token
                 offset = text.find(token, offset + len(token))
 
     def scan(self, field: str, text: str | None) -> list[Finding]:
-        """The findings in one field's text, in the order of their offsets."""
+        """The findings in one field's text, in the order of their offsets.
+
+        Where several rules find overlapping spans (a key both gitleaks and
+        GedWeb know), one finding is kept: the earliest, longest span, first
+        rule.
+        """
         if not text:
             return []
-        seen: set[tuple[str, int, str]] = set()
-        found = []
-        for kind, offset, secret in self._matches(text):
-            if (kind, offset, secret) in seen or _placeholder(kind, secret):
-                continue
-            seen.add((kind, offset, secret))
-            found.append((offset, kind, secret))
+        view = normalise(text)
+        found = sorted(self._matches(view.text), key=lambda item: (item[0], -item[1], item[2]))
         if not found:
             return []
-        found.sort(key=lambda item: (item[0], item[1]))
+        kept: list[tuple[int, int, str, str]] = []
+        reach = -1
+        for start, end, _, kind, secret in found:
+            if start < reach:
+                continue
+            reach = end
+            kept.append((start, end, kind, secret))
+            if len(kept) == MAX_FINDINGS:
+                break
         newlines = [match.start() for match in _NEWLINE.finditer(text)]
         findings = []
-        for offset, kind, secret in found:
+        for start, end, kind, secret in kept:
+            offset, stop = view.original(start, end)
             line = bisect.bisect_left(newlines, offset)
             line_start = newlines[line - 1] + 1 if line else 0
             findings.append(Finding(field=field, kind=kind, line=line + 1,
                                     column=offset - line_start + 1, offset=offset,
-                                    length=len(secret), fingerprint=fingerprint(kind, secret)))
+                                    length=stop - offset, fingerprint=fingerprint(kind, secret)))
         return findings
 
     def scan_fields(self, fields: Mapping[str, str | None]) -> list[Finding]:

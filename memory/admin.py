@@ -18,7 +18,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from gedweb.admin import (
@@ -41,6 +42,7 @@ from memory.models import (
     Project,
     ProjectQuota,
     ProjectToken,
+    SecretFinding,
 )
 
 if TYPE_CHECKING:
@@ -595,3 +597,60 @@ class AllowedSecretAdmin(ProjectScopedAdmin):
         if obj.pk is None:  # the lost race above: nothing was recorded
             return HttpResponseRedirect(reverse("admin:memory_allowedsecret_changelist"))
         return super().response_add(request, obj, post_url_continue)
+
+
+@admin.register(SecretFinding)
+class SecretFindingAdmin(ReadOnlyAdmin):
+    """What the last `manage.py memory scan` found in stored text; never the secret itself.
+
+    Each finding links to its redaction: an entry's to the redaction of that
+    entry (the confirmation page of the entries' "Redact content" action,
+    which checks the redact permission again when it is submitted).
+    """
+
+    list_display = ["project", "source", "where", "field", "kind", "line", "column", "rule",
+                    "allowed", "found_at", "redaction"]
+    list_filter = ["allowed", "source", ("project", ProjectFilter), "rule_origin"]
+    list_select_related = ["project"]
+    search_fields = ["fingerprint", "kind", "field"]
+    ordering = ["project_id", "source", "id"]
+
+    @admin.display(description="row")
+    def where(self, obj: SecretFinding) -> str:
+        return obj.where()
+
+    @admin.display(description="rule")
+    def rule(self, obj: SecretFinding) -> str:
+        return f"{obj.rule_origin} {obj.rule_version}"
+
+    @admin.display(description="redaction")
+    def redaction(self, obj: SecretFinding) -> str:
+        if obj.seq is None:
+            return format_html("none for a {} yet: change or remove the text at its source",
+                               obj.source.replace("_", " "))
+        url = reverse("admin:memory_secretfinding_redact", args=[obj.pk])
+        return format_html('<a href="{}">redact entry {}</a>', url, obj.seq)
+
+    def get_urls(self) -> list[URLPattern]:
+        redact = path("<path:object_id>/redact/",
+                      self.admin_site.admin_view(self.redact_view),
+                      name="memory_secretfinding_redact")
+        return [redact, *super().get_urls()]
+
+    def redact_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The entry's redaction, confirmed on the entries' own action page."""
+        finding = self.get_object(request, unquote(object_id))
+        if finding is None or finding.seq is None:
+            raise Http404("no finding with an entry to redact")
+        if not request.user.has_perm("memory.redact_memoryentry"):
+            raise PermissionDenied
+        entry = MemoryEntry.objects.select_related("project").get(project=finding.project,
+                                                                  seq=finding.seq)
+        return TemplateResponse(request, "admin/memory/memoryentry/redact.html", {
+            **self.admin_site.each_context(request), "opts": MemoryEntry._meta,
+            "entries": [entry], "by": operator_name(request),
+            "reason": f"{finding.kind} found by memory scan",
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "form_action": reverse("admin:memory_memoryentry_changelist"),
+            "title": "Redact content",
+        })

@@ -500,6 +500,46 @@ class AllowedSecret(AppendOnlyModel):
         return f"{self.project_id}: {self.fingerprint[:12]} allowed by {self.allowed_by}"
 
 
+class SecretFinding(models.Model):
+    """A secret the scanner found in stored text, as of the last `manage.py memory scan`.
+
+    Derived state, like an index: each scan of a project replaces the
+    project's rows (memory.secret_scan.record_findings). Where the secret
+    sits (source, row, field, line, column, offset, length), what kind it is
+    and which rule of which rule set found it; never the secret itself, only
+    its fingerprint. ``seq`` names the entry for an entry's finding, the one
+    kind of row a redaction can clear (memory.redaction).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="secret_findings")
+    source = models.CharField(max_length=40)
+    row = models.JSONField()
+    seq = models.PositiveBigIntegerField(null=True, blank=True)
+    field = models.CharField(max_length=300)
+    kind = models.CharField(max_length=100)
+    rule_origin = models.CharField(max_length=20)
+    rule_version = models.CharField(max_length=120)
+    line = models.PositiveIntegerField()
+    column = models.PositiveIntegerField()
+    offset = models.PositiveBigIntegerField()
+    length = models.PositiveIntegerField()
+    fingerprint = models.CharField(max_length=64)
+    allowed = models.BooleanField()
+    found_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["project_id", "source", "id"]
+        indexes = [models.Index(fields=["project", "allowed"],
+                                name="memory_secretfinding_open")]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}: {self.kind} in {self.source} {self.where()}"
+
+    def where(self) -> str:
+        """The row, as its identifying values: ``seq 41``, ``path CONTEXT.md revision 2``."""
+        return " ".join(f"{key} {value}" for key, value in self.row.items())
+
+
 class RateCounter(models.Model):
     """Requests one token made in one rate-limit window (gedweb/throttling.py).
 

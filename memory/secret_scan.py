@@ -1,8 +1,8 @@
 """Secrets refused at the door, allowed by fingerprint, and found in what is stored (issue 22).
 
-The scanner is gedweb.secretscan (detect-secrets' formats, GedWeb's own
-tokens); this module gives it the server's configured tokens and the
-project's allowances:
+The scanner is gedweb.secretscan (gitleaks' rule set and GedWeb's own, on
+RE2, over a normalised view of the text); this module gives it the
+server's configured tokens and the project's allowances:
 
 - ``refuse_secrets(project, fields)``: every service that stores agent or
   user text calls it with the fields it is about to store (entries and
@@ -15,7 +15,8 @@ project's allowances:
 - ``items_refused``: the imports' form, one refusal naming every item.
 - ``secret_allow``: an operator's allowance of one finding in one project
   (memory.AllowedSecret); an allowed finding no longer refuses a write.
-- ``scan_project``: what is already stored, for `manage.py memory scan`.
+- ``scan_project``: what is already stored, for `manage.py memory scan`
+  (``record_findings`` keeps it in memory.SecretFinding for the admin).
   Each hit names its row (seq, path and revision, ...), its field and the
   finding's offset and length, so a later redaction can cut exactly that
   span. Governance registers its own tables (``register_source``), since
@@ -35,6 +36,7 @@ from django.utils import timezone
 
 from gedweb.errors import Conflict, SecretDetected
 from gedweb.lib.ids import is_hex64
+from gedweb.secretrules import GEDWEB_RULES_VERSION, RULES_BY_ID
 from gedweb.secretscan import (
     ADMIN_TOKEN,
     MEMORY_WRITE_TOKEN,
@@ -44,7 +46,14 @@ from gedweb.secretscan import (
     new_json_strings,
 )
 from gedweb.validation import collect_errors, validate_text
-from memory.models import AllowedSecret, DocumentRevision, MemoryCandidate, MemoryEntry, Project
+from memory.models import (
+    AllowedSecret,
+    DocumentRevision,
+    MemoryCandidate,
+    MemoryEntry,
+    Project,
+    SecretFinding,
+)
 
 # A refusal names at most this many findings (the body's ``findings`` and its
 # message); ``findings_total`` counts them all. A hostile text can hold
@@ -205,16 +214,17 @@ def sources() -> dict[str, Source]:
 
 def _entries(project: Project) -> Iterator[tuple[dict[str, Any], Mapping[str, str | None]]]:
     rows = (MemoryEntry.objects.filter(project=project).order_by("seq")
-            .values_list("seq", "content", "source"))
-    for seq, content, source in rows.iterator(chunk_size=BATCH):
-        yield {"seq": seq}, {"content": content, "source": source}
+            .values_list("seq", "content", "source", "idempotency_key"))
+    for seq, content, source, key in rows.iterator(chunk_size=BATCH):
+        yield {"seq": seq}, {"content": content, "source": source, "idempotency_key": key}
 
 
 def _candidates(project: Project) -> Iterator[tuple[dict[str, Any], Mapping[str, str | None]]]:
     rows = (MemoryCandidate.objects.filter(project=project).order_by("created_at", "id")
-            .values_list("id", "status", "content", "source"))
-    for ident, status, content, source in rows.iterator(chunk_size=BATCH):
-        yield {"id": str(ident), "status": status}, {"content": content, "source": source}
+            .values_list("id", "status", "content", "source", "idempotency_key"))
+    for ident, status, content, source, key in rows.iterator(chunk_size=BATCH):
+        yield ({"id": str(ident), "status": status},
+               {"content": content, "source": source, "idempotency_key": key})
 
 
 def _documents(project: Project) -> Iterator[tuple[dict[str, Any], Mapping[str, str | None]]]:
@@ -239,14 +249,48 @@ class StoredFinding:
     allowed: bool
 
     def as_dict(self) -> dict[str, Any]:
+        origin, version = rule_origin(self.finding.kind)
         return {"source": self.source, **self.row, **self.finding.as_dict(),
                 "offset": self.finding.offset, "length": self.finding.length,
-                "allowed": self.allowed}
+                "rule_origin": origin, "rule_version": version, "allowed": self.allowed}
 
 
 def json_texts(value: Any, prefix: str) -> dict[str, str | None]:
     """Every string of a stored JSON value, by path (for the sources of JSON rows)."""
     return dict(json_strings(value, prefix))
+
+
+def rule_origin(kind: str) -> tuple[str, str]:
+    """(origin, version) of the rule that finds ``kind``; the configured tokens are GedWeb's."""
+    rule = RULES_BY_ID.get(kind)
+    if rule is None:
+        return "gedweb", GEDWEB_RULES_VERSION
+    return rule.origin, rule.version
+
+
+def record_findings(project: Project) -> list[StoredFinding]:
+    """Scan the project's stored text and keep what is found (memory.SecretFinding).
+
+    The scan reads first, outside any transaction; then one short
+    transaction replaces the project's findings, so the admin always shows
+    one whole scan.
+    """
+    hits = list(scan_project(project))
+    now = timezone.now()
+    rows = []
+    for hit in hits:
+        origin, version = rule_origin(hit.finding.kind)
+        seq = hit.row.get("seq") if hit.source == "entry" else None
+        rows.append(SecretFinding(
+            project=project, source=hit.source, row=hit.row, seq=seq, field=hit.finding.field,
+            kind=hit.finding.kind, rule_origin=origin, rule_version=version,
+            line=hit.finding.line, column=hit.finding.column, offset=hit.finding.offset,
+            length=hit.finding.length, fingerprint=hit.finding.fingerprint,
+            allowed=hit.allowed, found_at=now))
+    with transaction.atomic():
+        SecretFinding.objects.filter(project=project).delete()
+        SecretFinding.objects.bulk_create(rows, batch_size=BATCH)
+    return hits
 
 
 def scan_project(project: Project) -> Iterator[StoredFinding]:

@@ -91,7 +91,7 @@ def _sqlite(statements: list[str]) -> Any:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("memory", "0019_document_vectors"),
+        ("memory", "0022_secretfinding"),
     ]
 
     operations = [

@@ -21,7 +21,7 @@ from governance import context, skills, standards
 from governance import services as gov
 from governance.models import ContextDelivery, StandardsImport, WorkItem
 from memory import documents, secret_scan, services
-from memory.models import ChainCheckpoint, Membership, MemoryCandidate
+from memory.models import ChainCheckpoint, Membership, MemoryCandidate, SecretFinding
 from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
 from tests.django_fixtures import ProjectWithToken
 from tests.governance.support import PLANNED, add_evidence, open_work
@@ -31,6 +31,7 @@ VIEW_ONLY = [
     f"memory.view_{model}" for model in (
         "project", "projecttoken", "membership", "memoryentry", "chaincheckpoint",
         "memorycandidate", "documentrevision", "projectquota", "allowedsecret",
+        "secretfinding",
     )
 ] + [
     f"governance.view_{model}" for model in (
@@ -183,6 +184,13 @@ def populate(project: ProjectWithToken, member: Any) -> dict[str, Any]:
         "allowed_secret": secret_scan.secret_allow(
             project=p, fingerprint=hashlib.sha256(p.pk.encode()).hexdigest(),
             reason=f"a fixture of {p.pk}", by="seed"),
+        # As `memory scan` leaves it: a finding in the entry (inserted directly,
+        # since the services refuse to store a secret).
+        "secret_finding": SecretFinding.objects.create(
+            project=p, source="entry", row={"seq": entry.seq}, seq=entry.seq, field="content",
+            kind="github-token", rule_origin="gedweb", rule_version="1", line=1, column=1,
+            offset=0, length=40, fingerprint=hashlib.sha256(b"f" + p.pk.encode()).hexdigest(),
+            allowed=False, found_at=timezone.now()),
     }
 
 

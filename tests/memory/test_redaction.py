@@ -139,7 +139,7 @@ def _state(project: Any) -> list[tuple[Any, ...]]:
     (2, "", "user:olga", ValidationError, "say why the content is redacted"),
     (2, "   \n", "user:olga", ValidationError, "say why the content is redacted"),
     (2, "a password", "", ValidationError, "name who redacts"),
-    (2, "key AKIAIOSFODNN7EXAMPLE again", "user:olga", SecretDetected, "AWS Access Key"),
+    (2, "key AKIAQ3EGRTY5WXKZPLMB again", "user:olga", SecretDetected, "aws-access-key-id"),
 ])
 def test_a_bad_request_is_one_clear_error_and_changes_nothing(chain, seq, reason, by, error,
                                                               message):

@@ -227,7 +227,7 @@ def test_the_migration_signs_every_entry_it_finds(live_db, make_project, memory_
             services.memory_entry_create(project=project.project, author="agent",
                                          category="note", content=f"entry {seq}")
     executor = MigrationExecutor(connection)
-    executor.migrate([("memory", "0019_document_vectors")])
+    executor.migrate([("memory", "0022_secretfinding")])
     with connection.cursor() as cursor:
         columns = {c.name for c in connection.introspection.get_table_description(
             cursor, "memory_memoryentry")}

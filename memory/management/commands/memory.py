@@ -98,8 +98,9 @@ class Command(GedWebCommand):
 
         scan = actions.add_parser(
             "scan",
-            help="list stored text holding secrets (one JSON line per finding: row, field, "
-            "kind, position, fingerprint; never the secret); exit 1 if one is not allowed",
+            help="find secrets in stored text, keep the findings for the admin and list them "
+            "(one JSON line per finding: row, field, kind, rule, position, fingerprint; never "
+            "the secret); exit 1 if one is not allowed",
         )
         scan.add_argument("--project", help="one project (default: all)")
 
@@ -325,7 +326,7 @@ class Command(GedWebCommand):
         projects = self._projects(project)
         found = not_allowed = 0
         for target in projects:
-            for hit in secret_scan.scan_project(target):
+            for hit in secret_scan.record_findings(target):
                 found += 1
                 not_allowed += not hit.allowed
                 self.stdout.write(to_json({"project_id": target.pk, **hit.as_dict()}))
