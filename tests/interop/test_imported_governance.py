@@ -107,7 +107,7 @@ def api(alpha: Any, client_for: Any) -> Any:
     return client_for(alpha.token)
 
 
-# --- hole 1: evidence dated before its work item existed ---------------------------------------
+# --- hole 1: evidence dated before its work item existed --------------------------------------
 
 
 def test_evidence_dated_before_its_work_item_is_kept_flagged_and_counts_for_nothing(
@@ -152,7 +152,7 @@ def test_a_mutation_on_an_untrusted_imported_plan_is_refused_and_writes_nothing(
     assert GovernanceRevision.objects.filter(work=work).count() == 1
 
 
-# --- hole 2: a "human" producer ----------------------------------------------------------------
+# --- hole 2: a "human" producer ---------------------------------------------------------------
 
 
 def test_imported_human_evidence_is_no_persons_word(alpha, api, tmp_path):
@@ -172,7 +172,7 @@ def test_imported_human_evidence_is_no_persons_word(alpha, api, tmp_path):
     assert (shown["source"], shown["time_flag"]) == ("human", None)
 
 
-# --- hole 3: an approved completion --------------------------------------------------------------
+# --- hole 3: an approved completion -----------------------------------------------------------
 
 
 APPROVED = {"id": "approval-done", "kind": "completion", "status": "approved",
@@ -215,7 +215,7 @@ def test_an_approval_gedweb_writes_carries_the_servers_time(alpha, api, tmp_path
     assert [item["id"] for item in shown] == ["approval-done"]
 
 
-# --- hole 4: a completion without the lifecycle route ------------------------------------------
+# --- hole 4: a completion without the lifecycle route -----------------------------------------
 
 
 def test_an_imported_completion_without_the_lifecycle_route_is_shown_as_imported(
@@ -258,7 +258,7 @@ def test_gedwebs_own_completion_is_not_marked_imported(alpha, api, tmp_path):
                                                       action="metadata-mutation"))
 
 
-# --- the trust path --------------------------------------------------------------------------------
+# --- the trust path ---------------------------------------------------------------------------
 
 
 def test_trust_governance_lets_the_guard_pass_and_is_on_the_ledger(alpha, api, tmp_path):
