@@ -108,6 +108,7 @@ TABLES = (
     "governance_contextdelivery",
     "governance_ledgerrecord",
     "governance_contextbundle",
+    "governance_governancetrust",
 )
 
 

@@ -234,10 +234,24 @@ ARTIFACTS: list[dict[str, Any]] = [
     {
         "artifact": "governance.EvidenceRecord",
         "storage": "database",
-        "producer": "governance.services.governance_write",
+        "producer": (
+            "governance.services.governance_write; governance_import (`ged_import`, an "
+            "upload: kept as found, counted only once an operator trusts it)"
+        ),
         "consumers": ["guard", "governance documents"],
         "authority": "machine-authority",
         "lifecycle": f"{_APPEND_ONLY}; the evidence list only grows",
+    },
+    {
+        "artifact": "governance.GovernanceTrust",
+        "storage": "database",
+        "producer": (
+            "governance.services.governance_trust (`manage.py work trust`, "
+            "`ged_import --trust-governance`): an operator's word"
+        ),
+        "consumers": ["guard", "lifecycle", "work pages and API (provenance)"],
+        "authority": "machine-authority",
+        "lifecycle": f"{_APPEND_ONLY}; one per (work item, trusted import revision)",
     },
     {
         "artifact": "governance.WorkFile",

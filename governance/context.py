@@ -22,7 +22,7 @@ from gedweb.lib import framing
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.digest import sha256_text
 from gedweb.lib.substantive import is_substantive
-from governance import ledger, services
+from governance import ledger, provenance, services
 from governance.models import ContextBundle, ContextDelivery, EvidenceRecord, WorkItem
 from governance.standards import render_served, served_and_left_out
 from memory.documents import document_current
@@ -274,7 +274,22 @@ def _durable_sections(project: Project, recalled: Section | None = None) -> list
     return [Section("Durable Project Data", None, None, "## Durable Project Data"), *framed]
 
 
-def governance_summary(state: dict[str, Any]) -> str:
+def imported_notes(work: WorkItem, state: dict[str, Any]) -> list[str]:
+    """Lines on what of the state an untrusted checkout import brought (governance.provenance)."""
+    found = provenance.provenance(work)
+    notes = []
+    lifecycle = provenance.lifecycle_note(found, state)
+    if lifecycle is not None:
+        notes.append(f"- Imported lifecycle: {lifecycle}")
+    untrusted = [record["id"] for record in state["evidence"]
+                 if found.untrusted_evidence(record) is not None]
+    if untrusted:
+        notes.append(f"- Imported evidence not trusted by an operator (counts for nothing): "
+                     f"{len(untrusted)} of {len(state['evidence'])} records")
+    return notes
+
+
+def governance_summary(state: dict[str, Any], notes: list[str] | None = None) -> str:
     decision = state["decision"]
     return "\n".join([
         f"- Work ID: {state['workId']}",
@@ -287,6 +302,7 @@ def governance_summary(state: dict[str, Any]) -> str:
         f"- Evidence records: {len(state['evidence'])}",
         f"- Lifecycle transitions: {len(state.get('lifecycleTransitions', []))}",
         f"- Revision: {state['revision']}",
+        *(notes or []),
     ])
 
 
@@ -306,7 +322,8 @@ def _runtime_sections(work: WorkItem | None) -> list[Section]:
     trusted = work is not None and _governance_on_record(work)
     # trusted only when there is a work item.
     state = services.governance_document(cast(WorkItem, work)) if trusted else None
-    summary = governance_summary(state) if state is not None else NO_STATE
+    summary = (governance_summary(state, imported_notes(cast(WorkItem, work), state))
+               if state is not None else NO_STATE)
     sections += [
         Section("Current Durable Task State", None, None, "## Current Durable Task State"),
         _framed("governance.json summary", framing.RUNTIME_DATA, "governance.json summary",

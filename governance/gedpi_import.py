@@ -52,7 +52,7 @@ from gedweb.validation import validation_error_line
 from governance import services
 from governance.gedpi_export import render_tree
 from governance.handoffs import handoff_path, handoff_put
-from governance.models import STANDARDS_PATHS, StandardsImport, TaskArtifact
+from governance.models import STANDARDS_PATHS, StandardsImport, TaskArtifact, WorkItem
 from governance.skills import skill_import
 from governance.standards import standards_decision_import, standards_import_submit
 from memory import quotas, secret_scan
@@ -825,6 +825,8 @@ class ImportResult:
     # The checkout decisions accepted on an operator's word (--trust-decisions).
     trusted: list[dict[str, str]] = field(default_factory=list)
     trusted_by: str | None = None
+    # The work items whose imported governance an operator trusts (--trust-governance).
+    trusted_governance: list[dict[str, Any]] = field(default_factory=list)
     # Supported files whose bytes ged_export would not give back (see docs/interop.md).
     not_reproducible: list[str] = field(default_factory=list)
 
@@ -836,6 +838,7 @@ class ImportResult:
         return {"root": self.root, "created": self.created, "unchanged": self.unchanged,
                 "skipped": self.skipped, "standards": self.standards,
                 "trusted": self.trusted, "trusted_by": self.trusted_by,
+                "trusted_governance": self.trusted_governance,
                 "not_reproducible": self.not_reproducible}
 
 
@@ -995,6 +998,7 @@ def import_checkout(
     root: Path,
     trust: Iterable[str] = (),
     trusted_by: str | None = None,
+    trust_governance: Iterable[str] = (),
     announce: Callable[[list[dict[str, str]], str], None] | None = None,
     shown: str | None = None,
     author: str | None = None,
@@ -1005,15 +1009,27 @@ def import_checkout(
     ``trusted_by`` (a ``trusted_by_label``); every other decision arrives
     pending. ``announce(trusted, trusted_by)`` is called with what will be
     trusted once every check has passed and before anything is written.
+    ``trust_governance``: the work ids of the checkout whose imported
+    governance (evidence, approvals, lifecycle) the same ``trusted_by``
+    trusts (services.governance_trust); every other import counts for
+    nothing until an operator trusts it.
 
     ``shown`` names the checkout in refusals, in ``root`` and in the documents'
     reason, and ``author`` writes every row, instead of root and
     ``import_label(root)`` (an upload: governance.gedpi_sync).
     """
     paths = list(dict.fromkeys(trust))
-    if paths and (trusted_by is None or not trusted_by.startswith(TRUSTED_BY_PREFIX)):
+    work_ids = list(dict.fromkeys(trust_governance))
+    if (paths or work_ids) and (trusted_by is None
+                                or not trusted_by.startswith(TRUSTED_BY_PREFIX)):
         raise ValueError("trusting checkout decisions needs a trusted_by_label()")
     checkout = read_checkout(root, shown)
+    in_checkout = {entry.meta["workId"] for entry in checkout.work}
+    for work_id in work_ids:
+        if work_id not in in_checkout:
+            raise CheckoutRefused(
+                f"--trust-governance {work_id}: the checkout has no governance.json of that "
+                "work item to trust; nothing was imported")
     author = import_label(checkout.root) if author is None else author
     named = str(checkout.root) if shown is None else shown
     reason = f"ged_import of {named}"[:1000]
@@ -1053,6 +1069,15 @@ def import_checkout(
             result.count("skills", outcome != "unchanged")
         for work_entry in checkout.work:
             _import_work(project, work_entry, author, result)
+        for work_id in work_ids:
+            work = WorkItem.objects.get(project=project, work_id=work_id)
+            trust_row = services.governance_trust(work=work, trusted_by=str(trusted_by))
+            result.count("governance_trusts", trust_row is not None)
+            if trust_row is not None:
+                result.trusted_governance.append({
+                    "work_id": work_id, "revision": trust_row.revision,
+                    "document_sha256": trust_row.document_sha256,
+                    "trusted_by": trust_row.trusted_by})
         for work_id, (rel, text) in checkout.handoffs.items():
             write = partial(handoff_put, project=project, work_id=work_id, content=text,
                             author=author, reason=reason)

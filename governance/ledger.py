@@ -19,9 +19,10 @@ SQLite the transaction already holds the only write lock.
 
 Covered (a kind, a table and a digest function each, below): standards
 imports and decisions, document revisions, work items, governance
-revisions and evidence, work files, task artifacts and skills. Every
-insert of a covered model records itself (record_created, a post_save
-receiver connected in GovernanceConfig.ready), so no write path can forget.
+revisions and evidence, work files, task artifacts, skills, and operators'
+trust of imported governance. Every insert of a covered model records itself
+(record_created, a post_save receiver connected in GovernanceConfig.ready),
+so no write path can forget.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from gedweb.lib.ledger import GENESIS_HASH, record_hash, row_digest
 from governance.models import (
     EvidenceRecord,
     GovernanceRevision,
+    GovernanceTrust,
     LedgerRecord,
     Skill,
     StandardsDecision,
@@ -143,6 +145,17 @@ def evidence_record_fields(row: Any) -> dict[str, Any]:
     }
 
 
+def governance_trust_fields(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "work_id": row.work_id,
+        "revision": row.revision,
+        "document_sha256": row.document_sha256,
+        "trusted_by": row.trusted_by,
+        "trusted_at": format_timestamp(row.trusted_at),
+    }
+
+
 def work_file_fields(row: Any) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -187,6 +200,7 @@ DIGESTS: dict[str, Callable[[Any], dict[str, Any]]] = {
     Kind.WORK_FILE: work_file_fields,
     Kind.TASK_ARTIFACT: task_artifact_fields,
     Kind.SKILL: skill_fields,
+    Kind.GOVERNANCE_TRUST: governance_trust_fields,
 }
 
 # The table each kind points into, and the lookup from its rows to their project.
@@ -200,6 +214,7 @@ TABLES: dict[str, tuple[type[models.Model], str]] = {
     Kind.WORK_FILE: (WorkFile, "work__project_id"),
     Kind.TASK_ARTIFACT: (TaskArtifact, "work__project_id"),
     Kind.SKILL: (Skill, "project_id"),
+    Kind.GOVERNANCE_TRUST: (GovernanceTrust, "work__project_id"),
 }
 KIND_OF: dict[type[models.Model], str] = {model: kind for kind, (model, _) in TABLES.items()}
 

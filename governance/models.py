@@ -146,6 +146,37 @@ class EvidenceRecord(AppendOnlyModel):
         return record
 
 
+class GovernanceTrust(AppendOnlyModel):
+    """An operator's word that a work item's imported governance counts as GedWeb's own.
+
+    What a checkout brought (governance revisions written by ``ged_import`` or
+    ``POST .../checkout``, operation ``import``) is kept as found, but its
+    evidence, approvals and lifecycle transitions never count for the guard or
+    a lifecycle step until an operator trusts them here, as standards
+    decisions are trusted (governance/provenance.py). One row trusts every
+    import of the work item up to and including governance revision
+    ``revision``, whose stored document hashes to ``document_sha256``;
+    ``trusted_by`` is ``ged_import:trusted-by:<name>``.
+    """
+
+    work = models.ForeignKey(WorkItem, on_delete=models.PROTECT, related_name="trusts")
+    revision = models.PositiveIntegerField(help_text="The import revision trusted, and those "
+                                                     "before it.")
+    document_sha256 = models.CharField(max_length=64)
+    trusted_by = models.CharField(max_length=64)
+    trusted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["work_id", "revision"]
+        constraints = [
+            models.UniqueConstraint(fields=["work", "revision"],
+                                    name="governance_governancetrust_unique_revision"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.work.work_id} import revision {self.revision} trusted by {self.trusted_by}"
+
+
 class WorkFileName(models.TextChoices):
     DIRECT = "DIRECT.md"
     SPEC = "SPEC.md"
@@ -595,6 +626,7 @@ class LedgerRecordKind(models.TextChoices):
     WORK_FILE = "work_file"
     TASK_ARTIFACT = "task_artifact"
     SKILL = "skill"
+    GOVERNANCE_TRUST = "governance_trust"
 
 
 class LedgerRecord(AppendOnlyModel):

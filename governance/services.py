@@ -39,10 +39,12 @@ from gedweb.lib import governance as gov
 from gedweb.lib.fingerprint import file_set_fingerprint
 from gedweb.lib.ids import is_task_id
 from gedweb.validation import FieldErrors, validate_text
+from governance import provenance
 from governance.models import (
     ActiveWork,
     EvidenceRecord,
     GovernanceRevision,
+    GovernanceTrust,
     TaskArtifact,
     WorkFile,
     WorkItem,
@@ -266,20 +268,55 @@ EVIDENCE_POLICIES = {
 def evidence_append(*, work: WorkItem, expected_revision: int, evidence: dict[str, Any],
                     policy: str, author: str) -> dict[str, Any]:
     apply = EVIDENCE_POLICIES[policy]
+
+    def change(state: dict[str, Any], now: datetime) -> dict[str, Any]:
+        following = apply(state, new_evidence_record(evidence, now), now)
+        # Implementation needs the source-mutation guard, and planned-change
+        # verification the satisfied plan: neither may rest on an untrusted import.
+        if policy == "record-implementation" or (
+            policy == "record-satisfied" and evidence.get("kind") == "verification"
+        ):
+            _check_imports(work, state, "source-mutation")
+        return following
+
     return governance_write(
         work=work,
         expected_revision=expected_revision,
         operation=f"evidence:{policy}",
         author=author,
-        change=lambda state, now: apply(state, new_evidence_record(evidence, now), now),
+        change=change,
     )
+
+
+def _server_timed_approvals(state: dict[str, Any], approvals: Any,
+                            now: datetime) -> Any:
+    """Approvals as the update stores them: each new or changed one at the server's time.
+
+    An approval the update leaves as it was keeps its time; a client never
+    dates what GedWeb records.
+    """
+    if not isinstance(approvals, list):
+        return approvals  # the schema refuses it
+    kept = {json.dumps(a, sort_keys=True) for a in state.get("approvals", [])}
+    stamped = []
+    for approval in approvals:
+        if isinstance(approval, dict) and json.dumps(approval, sort_keys=True) not in kept:
+            approval = {**approval, "recordedAt": gov.format_time(now)}
+        stamped.append(approval)
+    return stamped
 
 
 def governance_update(*, work: WorkItem, expected_revision: int, changes: dict[str, Any],
                       author: str) -> dict[str, Any]:
+    def change(state: dict[str, Any], now: datetime) -> dict[str, Any]:
+        timed = dict(changes)
+        if "approvals" in timed:
+            timed["approvals"] = _server_timed_approvals(state, timed["approvals"], now)
+        return gov.cas_update(state, timed, now)
+
     return governance_write(
         work=work, expected_revision=expected_revision, operation="update", author=author,
-        change=lambda state, now: gov.cas_update(state, changes, now),
+        change=change,
     )
 
 
@@ -295,7 +332,9 @@ def mutation_begin(*, work: WorkItem, expected_revision: int, request_id: str,
             "startedAt": gov.format_time(now),
         }
         _check_plan_binding(work, state, action)
-        return gov.begin_mutation(state, pending, now, action)
+        following = gov.begin_mutation(state, pending, now, action)
+        _check_imports(work, state, action)
+        return following
 
     return governance_write(work=work, expected_revision=expected_revision,
                             operation="mutation:begin", author=author, change=change)
@@ -335,7 +374,9 @@ def commit_begin(*, work: WorkItem, expected_revision: int, fields: dict[str, An
             "startedAt": gov.format_time(now),
         }
         _check_plan_binding(work, state, "commit")
-        return gov.begin_commit(state, pending, now)
+        following = gov.begin_commit(state, pending, now)
+        _check_imports(work, state, "commit")
+        return following
 
     return governance_write(work=work, expected_revision=expected_revision,
                             operation="commit:begin", author=author, change=change)
@@ -368,8 +409,10 @@ def lifecycle_transition(*, work: WorkItem, expected_revision: int, action: str,
             transition_id=f"lifecycle-{uuid.uuid4()}", now=now,
         )
         if action == "complete":
-            # Completing applies the commit rules, the accepted plan's bytes included.
+            # Completing applies the commit rules, the accepted plan's bytes
+            # included, and rests on no untrusted import.
             _check_plan_binding(work, state, "commit")
+            _check_imports(work, state, "commit")
         return following
 
     return governance_write(
@@ -393,12 +436,22 @@ def plan_fingerprint(work: WorkItem) -> dict[str, Any] | None:
 
 
 def guard_check(*, work: WorkItem, action: str) -> str | None:
-    """GedPi's ordered store checks, then the plan binding; None when allowed."""
+    """GedPi's ordered store checks, the plan binding, then trust; None when allowed.
+
+    What GedPi's checks let the action rest on must not be an import no
+    operator trusted (governance.provenance); a refusal over a lifecycle an
+    untrusted import set says so.
+    """
     if latest_revision(work) is None:
         return gov.missing_state_reason(work.work_id)
     state = governance_document(work)
-    return gov.guard(state, action) or gov.plan_binding_reason(
-        state, action, plan_fingerprint(work)
+    found = provenance.provenance(work)
+    reason = gov.guard(state, action)
+    if reason is not None:
+        note = provenance.lifecycle_note(found, state) if state["lifecycle"] != "active" else None
+        return f"{reason} {note}" if note else reason
+    return gov.plan_binding_reason(state, action, plan_fingerprint(work)) or (
+        provenance.untrusted_reason(found, state, action, work.project_id)
     )
 
 
@@ -406,6 +459,39 @@ def _check_plan_binding(work: WorkItem, state: dict[str, Any], action: str) -> N
     reason = gov.plan_binding_reason(state, action, plan_fingerprint(work))
     if reason:
         raise gov.GovernanceError(gov.GOVERNANCE_BLOCKED, reason)
+
+
+def _check_imports(work: WorkItem, state: dict[str, Any], action: str) -> None:
+    reason = provenance.untrusted_reason(provenance.provenance(work), state, action,
+                                         work.project_id)
+    if reason:
+        raise gov.GovernanceError(gov.GOVERNANCE_BLOCKED, reason)
+
+
+def governance_trust(*, work: WorkItem, trusted_by: str) -> GovernanceTrust | None:
+    """An operator's trust of every import of ``work`` so far; None when nothing is untrusted.
+
+    ``trusted_by`` is ``ged_import:trusted-by:<name>`` (gedpi_import.trusted_by_label).
+    The row is bound to the newest import's revision and the sha256 of its
+    whole document, and it is on the trust ledger. A later import is not
+    trusted by it.
+    """
+    with transaction.atomic():
+        lock_project(work.project_id)
+        newest = (GovernanceRevision.objects
+                  .filter(work=work, operation=provenance.IMPORT_OPERATION)
+                  .order_by("-revision").first())
+        if newest is None:
+            raise Conflict(f"Ged work {work.work_id} has no imported governance to trust")
+        if GovernanceTrust.objects.filter(work=work, revision__gte=newest.revision).exists():
+            return None
+        document = cast(dict[str, Any], revision_document(work, newest.revision))
+        return GovernanceTrust.objects.create(
+            work=work, revision=newest.revision,
+            document_sha256=hashlib.sha256(
+                json.dumps(document, ensure_ascii=False).encode("utf-8")).hexdigest(),
+            trusted_by=trusted_by, trusted_at=timezone.now(),
+        )
 
 
 def _require_guard(work: WorkItem, action: str) -> None:
@@ -693,7 +779,7 @@ def governance_import(*, work: WorkItem, document: dict[str, Any], author: str) 
     with transaction.atomic():
         lock_project(work.project_id)
         if latest_revision(work) is None:
-            _store_revision(work, 0, document, "import", author)
+            _store_revision(work, 0, document, provenance.IMPORT_OPERATION, author)
             return True
         current = governance_document(work)
         number, ours = document["revision"], current["revision"]
@@ -714,8 +800,8 @@ def governance_import(*, work: WorkItem, document: dict[str, Any], author: str) 
             earlier = current.get(key, [])
             if document.get(key, [])[: len(earlier)] != earlier:
                 raise Conflict(f"{where} rewrites GedWeb's {key} (append-only)")
-        _store_revision(work, len(current["evidence"]), document, "import", author,
-                        previous=current)
+        _store_revision(work, len(current["evidence"]), document, provenance.IMPORT_OPERATION,
+                        author, previous=current)
     return True
 
 

@@ -16,7 +16,7 @@ from rest_framework.renderers import JSONRenderer
 
 from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
-from governance import selectors, services, skills, standards
+from governance import provenance, selectors, services, skills, standards
 from governance.context import Bundle, bundle_redaction, delivered_bundle
 from governance.models import ContextDelivery, GovernanceRevision, Skill, StandardsImport, WorkItem
 
@@ -61,6 +61,10 @@ def work_detail(request: HttpRequest, project_id: str, work_id: str) -> HttpResp
         .values("revision", "operation", "author", "created_at", "evidence_count")
     )
     files = services.latest_files(work)
+    found = provenance.provenance(work)
+    imported = provenance.as_dict(found, state)
+    imported_evidence = {item["id"]: item for item in imported["evidence"]}
+    imported_transitions = {item["id"]: item for item in imported["lifecycle_transitions"]}
     return render(request, "governance/work_detail.html", {
         **project_context(request, project, "work"),
         "work": work,
@@ -69,9 +73,12 @@ def work_detail(request: HttpRequest, project_id: str, work_id: str) -> HttpResp
         "state_md": render_state_md(state),
         "guard": guard,
         "revisions": revisions,
-        "evidence": list(reversed(state["evidence"])),
-        "approvals": state.get("approvals", []),
-        "transitions": state.get("lifecycleTransitions", []),
+        "evidence": [{**record, "import": imported_evidence.get(record["id"])}
+                     for record in reversed(state["evidence"])],
+        "approvals": imported["approvals"],
+        "transitions": [{**t, "import": imported_transitions.get(t["id"])}
+                        for t in state.get("lifecycleTransitions", [])],
+        "imported_lifecycle": imported["lifecycle"],
         "files": [files[name] for name in sorted(files)],
     })
 

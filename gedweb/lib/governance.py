@@ -794,6 +794,28 @@ def guard(state: Mapping[str, Any], action: str) -> str | None:
     return None
 
 
+def relied_evidence(state: Mapping[str, Any], action: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The evidence records ``guard`` lets ``action`` rest on, as (kind, record).
+
+    Planned-change source mutations and commits rest on the latest plan
+    evidence; commits (and completing work) on the latest verification too.
+    Evidence that only blocks is not listed: it blocks whoever wrote it.
+    """
+    if action == "metadata-mutation":
+        return []
+    relied: list[tuple[str, Mapping[str, Any]]] = []
+    evidence = state["evidence"]
+    if state["decision"]["mode"] == "planned-change":
+        _, plan = _latest(evidence, "plan")
+        if plan is not None:
+            relied.append(("plan", plan))
+    if action == "commit":
+        _, verification = _latest(evidence, "verification")
+        if verification is not None:
+            relied.append(("verification", verification))
+    return relied
+
+
 def plan_binding_reason(state: Mapping[str, Any], action: str,
                         current_fingerprint: Mapping[str, Any] | None) -> str | None:
     """GedPi's runtime plan-binding check, for plans accepted with a plan-content binding.

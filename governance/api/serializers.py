@@ -90,6 +90,50 @@ class WorkSerializer(serializers.Serializer[Any]):
     governance = GovernanceDocumentSerializer()
 
 
+class ImportSerializer(serializers.Serializer[Any]):
+    """The import that brought a record (governance.provenance)."""
+
+    revision = serializers.IntegerField(help_text="the governance revision the import wrote")
+    author = serializers.CharField(help_text="who ran ged_import or uploaded the checkout")
+    imported_at = serializers.CharField(help_text="the server's time of the import")
+    trusted_by = serializers.CharField(
+        allow_null=True, help_text="the operator who trusted it; null: it counts for nothing")
+
+
+class ImportedRecordSerializer(serializers.Serializer[Any]):
+    id = serializers.CharField()
+    kind = serializers.CharField(required=False, help_text="evidence and approvals")
+    # DRF's metaclass takes declared fields off the class; mypy sees Field.source.
+    source = serializers.CharField(  # type: ignore[assignment]
+        required=False, help_text="evidence: as found, 'human' too")
+    status = serializers.CharField(required=False, help_text="approvals")
+    to = serializers.CharField(required=False, help_text="lifecycle transitions")
+    claimed_at = serializers.CharField(help_text="the record's own recordedAt, as found")
+    time_flag = serializers.CharField(
+        allow_null=True, help_text="why the claimed time cannot be right, or null")
+    imported = ImportSerializer()
+
+
+class ImportedLifecycleSerializer(serializers.Serializer[Any]):
+    lifecycle = serializers.CharField()
+    route = serializers.BooleanField(
+        help_text="false: no lifecycle transition leads to it (GedWeb's route was not taken)")
+    imported = ImportSerializer()
+
+
+class ProvenanceSerializer(serializers.Serializer[Any]):
+    """What of the governance a checkout brought; everything else GedWeb's services wrote."""
+
+    evidence = ImportedRecordSerializer(many=True)
+    approvals = ImportedRecordSerializer(many=True)
+    lifecycle_transitions = ImportedRecordSerializer(many=True)
+    lifecycle = ImportedLifecycleSerializer(allow_null=True)
+
+
+class WorkDetailSerializer(WorkSerializer):
+    provenance = ProvenanceSerializer()
+
+
 class GedPiTimeField(serializers.CharField):
     """A moment in GedPi's form (gedweb.lib.governance.format_time)."""
 

@@ -23,7 +23,7 @@ from gedweb.errors import Conflict
 from gedweb.lib.governance import format_time, render_state_md
 from gedweb.lib.ids import is_task_id
 from gedweb.pagination import keyset_slice
-from governance import selectors, services
+from governance import provenance, selectors, services
 from governance.api import serializers as s
 from governance.models import ActiveWork, TaskArtifact, WorkFile, WorkItem
 
@@ -94,11 +94,14 @@ class WorkListView(ProjectAPIView):
 class WorkDetailView(WorkAPIView):
     @extend_schema(
         operation_id="work_get",
-        responses={200: s.WorkSerializer, **errors(401, 404)},
-        summary="A work item: its immutable META and current governance",
+        responses={200: s.WorkDetailSerializer, **errors(401, 404)},
+        summary="A work item: its immutable META, current governance, and what was imported",
     )
     def get(self, request: Request, project_id: str, work_id: str) -> Response:
-        return Response(_work_body(self.work, services.governance_document(self.work)))
+        document = services.governance_document(self.work)
+        found = provenance.provenance(self.work)
+        return Response({**_work_body(self.work, document),
+                         "provenance": provenance.as_dict(found, document)})
 
 
 # --- files and task artifacts ----------------------------------------------------------------

@@ -109,7 +109,7 @@ def test_a_healthy_project_passes_every_check(healthy):
     assert code == 0
     database = [
         "ok   database: migrations (all applied)",
-        "ok   database: append-only triggers (15 tables refuse UPDATE and DELETE)",
+        "ok   database: append-only triggers (16 tables refuse UPDATE and DELETE)",
     ]
     if is_postgres():
         # The suite connects as a superuser, which doctor reports without failing.

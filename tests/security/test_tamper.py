@@ -54,6 +54,7 @@ APPEND_ONLY_TABLES = (
     + importlib.import_module("governance.migrations.0004_append_only").TABLES
     + importlib.import_module("governance.migrations.0006_ledgerrecord").TABLES
     + importlib.import_module("governance.migrations.0008_contextbundle").TABLES
+    + importlib.import_module("governance.migrations.0014_governancetrust").TABLES
     + (ENTRIES,)
 )
 

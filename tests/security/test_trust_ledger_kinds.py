@@ -18,6 +18,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from gedweb.errors import StaleRevision
+from gedweb.lib import governance as gov
 from gedweb.lib.digest import sha256_text
 from governance import ledger, ledger_checkpoints, services, skills, standards
 from governance.context import context_bundle
@@ -64,8 +65,12 @@ TEXT_COLUMN = {
 }
 
 
-def seed(project: Any) -> WorkItem:
-    """One row or more of every covered kind, written through GedWeb's services."""
+def seed(project: Any, trust: bool = True) -> WorkItem:
+    """One row or more of every covered kind, written through GedWeb's services.
+
+    ``trust=False`` leaves out the operator's trust of imported governance,
+    for the tests that migrate back below governance 0014, which drops its table.
+    """
     document_put(project=project, path="PROJECT.md", author="seed",
                  content="# Billing\n\nExports invoices.\n")
     document_put(project=project, path="CONTEXT.md", author="seed", content=CONTEXT)
@@ -82,7 +87,29 @@ def seed(project: Any) -> WorkItem:
     rules, _ = standards.standards_import_submit(project=project, path="AGENTS.md",
                                                  content="# Rules\n\nBe exact.\n", author="seed")
     rules.accept(by="admin", sha256=rules.sha256)
+    if trust:
+        _imported_and_trusted(project)
     return work
+
+
+def _imported_and_trusted(project: Any) -> None:
+    """A work item a checkout brought, and an operator's trust of it."""
+    now = timezone.now()
+    work_id = gov.work_id_for("Imported work", now, "e" * 32)
+    decision = gov.resolve_mode(minimum_mode="direct-change", ambiguity="sufficient",
+                                risk="low", clear_scope=True, bounded=True, reversible=True,
+                                deterministic_check=True)
+    document = gov.initial_state(
+        work_id=work_id, summary="Imported work", decision=decision, execution_profile="solo",
+        repository={**services.repository_identity(project), "branch": None, "baseHead": None},
+        now=now)
+    meta = {"schemaVersion": 1, "workId": work_id, "summary": "Imported work",
+            "createdAt": gov.format_time(now), "branch": None, "baseHead": None}
+    with transaction.atomic():
+        imported, _ = services.work_import(project=project, meta=meta, document=document,
+                                           author="seed")
+        services.governance_import(work=imported, document=document, author="seed")
+        services.governance_trust(work=imported, trusted_by="ged_import:trusted-by:seed")
 
 
 def rows_of(project: Any) -> dict[str, list[int]]:
@@ -322,8 +349,8 @@ def migrate_to_latest() -> None:
 def test_the_upgrade_records_every_row_written_before_the_ledger_as_a_clean_baseline(
         live_db, make_project, memory_root):
     alpha, beta = make_project("alpha"), make_project("beta")
-    seed(alpha.project)
-    seed(beta.project)
+    seed(alpha.project, trust=False)
+    seed(beta.project, trust=False)
     before = {project.id: rows_of(project.project) for project in (alpha, beta)}
     # A database from before the ledger: 0005 has no ledger table (and no file).
     migrate_to(("governance", "0005_skill_gedpi_record"))
@@ -348,7 +375,7 @@ def test_the_upgrade_records_every_row_written_before_the_ledger_as_a_clean_base
 def test_going_back_to_0006_keeps_every_record_and_coming_back_adds_none(
         live_db, make_project, memory_root):
     alpha = make_project("alpha")
-    seed(alpha.project)
+    seed(alpha.project, trust=False)
     records = list(LedgerRecord.objects.order_by("id").values_list("seq", "kind", "row_id",
                                                                    "hash"))
     migrate_to(("governance", "0006_ledgerrecord"))

@@ -3,6 +3,9 @@
 The checkout's own standards decisions arrive pending; `--trust-decisions
 PATH[,PATH...]` (repeatable) accepts the checkout's decision for exactly
 those files, recorded as `ged_import:trusted-by:<--by NAME or the OS user>`.
+The checkout's governance (evidence, approvals, lifecycle) is kept as found
+but counts for nothing until an operator trusts it: `--trust-governance
+WORK_ID[,WORK_ID...]` does, under the same name.
 """
 
 from __future__ import annotations
@@ -37,11 +40,20 @@ def _os_user() -> str | None:
         return None
 
 
-def trusted_paths(values: list[str] | None) -> list[str]:
+def trusted_paths(values: list[str] | None, option: str = "--trust-decisions",
+                  what: str = "PATH") -> list[str]:
     paths = [part.strip() for value in values or [] for part in value.split(",")]
     if any(not path for path in paths):
-        raise CommandError("--trust-decisions: a path is empty; give PATH[,PATH...]")
+        raise CommandError(f"{option}: a {what.lower()} is empty; give {what}[,{what}...]")
     return paths
+
+
+def trusted_by_name(by: str | None, option: str) -> str:
+    """ged_import:trusted-by:<--by NAME, or the OS user running the command>."""
+    name = by if by is not None else _os_user()
+    if name is None:
+        raise CommandError(f"{option}: the OS user is unknown; give --by NAME")
+    return run_service(lambda: trusted_by_label(name))
 
 
 class Command(GedWebCommand):
@@ -62,28 +74,37 @@ class Command(GedWebCommand):
                  "bytes hash to the sha256 the checkout decided on",
         )
         parser.add_argument(
+            "--trust-governance", action="append", metavar="WORK_ID[,WORK_ID...]",
+            help="count the checkout's governance of these work items (evidence, approvals, "
+                 "lifecycle) as GedWeb's own for the guard and lifecycle steps (repeatable); "
+                 "without it, imported governance is shown as imported and counts for nothing",
+        )
+        parser.add_argument(
             "--by", metavar="NAME",
-            help="who trusts the decisions (default: the OS user running the command); "
-                 "recorded as ged_import:trusted-by:NAME",
+            help="who trusts the decisions or the governance (default: the OS user running "
+                 "the command); recorded as ged_import:trusted-by:NAME",
         )
 
     def handle(self, *args: Any, path: str, project: str, trust_decisions: list[str] | None,
-               by: str | None, **options: Any) -> None:
+               trust_governance: list[str] | None, by: str | None, **options: Any) -> None:
         paths = trusted_paths(trust_decisions)
+        work_ids = trusted_paths(trust_governance, "--trust-governance", "WORK_ID")
         trusted_by = None
-        if by is not None and not paths:
-            raise CommandError("--by names who trusts the checkout's decisions; "
-                               "it needs --trust-decisions")
-        if paths:
-            name = by if by is not None else _os_user()
-            if name is None:
-                raise CommandError("--trust-decisions: the OS user is unknown; give --by NAME")
-            trusted_by = run_service(lambda: trusted_by_label(name))
+        if by is not None and not paths and not work_ids:
+            raise CommandError("--by names who trusts the checkout's decisions or governance; "
+                               "it needs --trust-decisions or --trust-governance")
+        if paths or work_ids:
+            trusted_by = trusted_by_name(
+                by, "--trust-decisions" if paths else "--trust-governance")
         target = get_project(project)
         root = path_argument(path)
+        if work_ids:
+            # On stderr, so stdout stays one JSON object; written before the transaction.
+            self.stderr.write(f"ged_import: trusting the checkout's governance as {trusted_by}: "
+                              + ", ".join(work_ids))
         result = run_service(lambda: import_checkout(
             project=target, root=root, trust=paths, trusted_by=trusted_by,
-            announce=self._announce,
+            trust_governance=work_ids, announce=self._announce,
         ))
         self.stdout.write(to_json(result.as_dict()))
 

@@ -1,4 +1,8 @@
-"""`manage.py work list|show|guard|lifecycle`: operators' view of governed work."""
+"""`manage.py work list|show|guard|lifecycle|trust`: operators' view of governed work.
+
+`work trust` is the operator's word that a work item's imported governance
+(ged_import or an upload) counts as GedWeb's own (docs/governance.md).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,14 @@ from django.core.management.base import CommandError, CommandParser
 
 from gedweb.commands import GedWebCommand, get_project, run_service, to_json
 from gedweb.lib import governance as gov
-from governance import selectors, services
+from governance import provenance, selectors, services
 from governance.models import WorkItem
 from memory.services import CLI_AUTHOR
 
 
 class Command(GedWebCommand):
-    help = "List work items, show their governance, ask the guard, move their lifecycle."
+    help = ("List work items, show their governance, ask the guard, move their lifecycle, "
+            "trust their imported governance.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = self.add_actions(parser, "command")
@@ -36,6 +41,14 @@ class Command(GedWebCommand):
             "--expected-revision", type=int, required=True,
             help="the revision you looked at (compare-and-swap)",
         )
+        trust = actions.add_parser(
+            "trust", help="count the work item's imported governance as GedWeb's own")
+        trust.add_argument("work_id")
+        trust.add_argument("--project", required=True)
+        trust.add_argument(
+            "--by", metavar="NAME",
+            help="who trusts it (default: the OS user running the command); recorded as "
+                 "ged_import:trusted-by:NAME")
 
     def handle(self, *args: Any, command: str, **options: Any) -> None:
         getattr(self, f"_{command}")(**options)
@@ -58,8 +71,10 @@ class Command(GedWebCommand):
 
     def _show(self, *, project: str, work_id: str, **_: Any) -> None:
         work = self._work(project, work_id)
-        self.stdout.write(to_json({"work_id": work.work_id, "meta": work.meta(),
-                                   "governance": services.governance_document(work)}))
+        state = services.governance_document(work)
+        self.stdout.write(to_json({
+            "work_id": work.work_id, "meta": work.meta(), "governance": state,
+            "provenance": provenance.as_dict(provenance.provenance(work), state)}))
 
     def _guard(self, *, project: str, work_id: str, action: str, **_: Any) -> None:
         reason = services.guard_check(work=self._work(project, work_id), action=action)
@@ -77,3 +92,17 @@ class Command(GedWebCommand):
         )
         self.stdout.write(to_json({"revision": document["revision"],
                                    "lifecycle": document["lifecycle"]}))
+
+    def _trust(self, *, project: str, work_id: str, by: str | None, **_: Any) -> None:
+        # Imported here: the command module of ged_import holds the one naming rule.
+        from governance.management.commands.ged_import import trusted_by_name
+
+        work = self._work(project, work_id)
+        trusted_by = trusted_by_name(by, "work trust")
+        row = run_service(lambda: services.governance_trust(work=work, trusted_by=trusted_by))
+        if row is None:
+            self.stdout.write(to_json({"work_id": work.work_id, "trusted": None}))
+            return
+        self.stdout.write(to_json({"work_id": work.work_id, "trusted": {
+            "revision": row.revision, "document_sha256": row.document_sha256,
+            "trusted_by": row.trusted_by}}))
