@@ -29,7 +29,7 @@ def restore_sqlite_triggers(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('governance', '0010_contextdelivery_recalled'),
+        ('governance', '0011_contextdelivery_session'),
     ]
 
     operations = [
