@@ -455,10 +455,11 @@ def test_every_domain_error_has_its_own_code_and_an_http_status_of_its_own():
     ("[]", "an array"), ('"text"', "a string"), ("7", "a number"), ("true", "true or false"),
     ("null", "null"),
 ])
-def test_a_body_that_is_not_an_object_is_named_body_in_gedwebs_words(alpha: Any, raw: str,
+def test_a_body_that_is_not_an_object_is_named_body_in_gedwebs_words(gamma: Any, raw: str,
                                                                       kind: str) -> None:
-    response = Client().post("/v1/projects/alpha/memory", raw, content_type="application/json",
-                             HTTP_AUTHORIZATION=f"Bearer {alpha.token}")
+    response = Client().post(f"/v1/projects/{gamma.id}/memory", raw,
+                             content_type="application/json",
+                             HTTP_AUTHORIZATION=f"Bearer {gamma.token}")
     body = assert_json_error(response, 400, "validation_error")
     assert body["fields"] == {"body": [f"must be a JSON object, not {kind}"]}
     assert body["message"] == "invalid input: body"
