@@ -361,6 +361,9 @@ class MemoryCandidateStatus(models.TextChoices):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    # Taken back by its own proposer before anyone decided it: not a
+    # reviewer's rejection (memory.services.candidate_withdraw).
+    WITHDRAWN = "withdrawn"
 
 
 class MemoryCandidate(models.Model):

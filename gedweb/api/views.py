@@ -30,7 +30,8 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     described = {
         400: "malformed body or query, or failed validation (`fields` names each field)",
         401: "missing, malformed, unknown or revoked token",
-        403: "authenticated but not allowed (`forbidden`, `memory_write_forbidden`)",
+        403: "authenticated but not allowed (`forbidden`, `memory_write_forbidden`, "
+             "`review_forbidden`)",
         404: "absent, or in a project this token does not cover",
         405: "method not allowed",
         409: "state conflict",
