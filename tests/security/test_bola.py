@@ -334,7 +334,7 @@ def test_bs_objects_under_as_pages_answer_like_missing_ones(world, db, principal
         (f"{p}/documents/{b['document']}", f"{p}/documents/adr/0002-none.md"),
         (f"{p}/work/{b['work']}/", f"{p}/work/{missing_work_id(b['work'])}/"),
         (f"{p}/work/{b['work']}/revisions/0", f"{p}/work/{missing_work_id(b['work'])}/revisions/0"),
-        (f"{p}/standards/{b['pending_import']}", f"{p}/standards/999999"),
+        (f"{p}/standards/{b['pending_import']}", f"{p}/standards/si_{'A' * 22}"),
         (f"{p}/skills/{b['skill']}", f"{p}/skills/no-such-skill"),
     ]
     client = Client()

@@ -24,6 +24,7 @@ import pytest
 from django.db import connection
 
 from gedweb.lib.governance import LIFECYCLE_ACTIONS
+from governance.models import StandardsImport
 from memory.models import MemoryCandidate
 from tests.django_fixtures import ADMIN_TOKEN, bearer_client, postgres_only, run_in_threads
 from tests.governance.support import DIRECT, evidence, gov_url, work_url
@@ -451,7 +452,8 @@ def test_racing_accepts_and_rejects_of_one_import_record_exactly_one_decision(ma
     won = actions[next(i for i, r in enumerate(replies) if r.status == 200)]
     assert sql_one(
         "SELECT COUNT(*), MIN(status) FROM governance_standardsdecision"
-        " WHERE standards_import_id = %s", [import_id]) == (
+        " WHERE standards_import_id = %s",
+        [StandardsImport.objects.get(public_id=import_id).pk]) == (
             1, "accepted" if won == "accept" else "rejected")
 
 
