@@ -120,6 +120,19 @@ def _token_project(token: str) -> str | None:
     return principal.project_id if principal.project_id is not None else ADMIN
 
 
+def _no_store(send: Send) -> Send:
+    """Every answer says Cache-Control: no-store, as /v1's do: tool results carry memory."""
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(name, value) for name, value in message.get("headers", [])
+                       if name.lower() != b"cache-control"]
+            message = {**message, "headers": [*headers, (b"cache-control", b"no-store")]}
+        await send(message)
+
+    return wrapped
+
+
 def _wrap_transport_errors(send: Send) -> Send:
     """The SDK's own error answers (406, 405, 413, a malformed message) in GedWeb's shape.
 
@@ -170,6 +183,7 @@ class RemoteMCP:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # a2wsgi sends only HTTP; nothing else is served here
             return
+        send = _no_store(send)
         if scope["path"] != MCP_PATH:
             await _answer(send, 404, _error_body(404, "not_found", "no such route"))
             return

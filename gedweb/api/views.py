@@ -103,6 +103,16 @@ class GedWebAPIView(JSONErrorsMixin, APIView):
         # (gedweb.exceptions).
         _ = request.query_params
 
+    def finalize_response(
+        self, request: Request, response: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Answers carry a project's memory, documents and instructions, sent
+        # with a bearer token: no shared or browser cache may keep them.
+        # Set on every answer, refusals too, so no route can be forgotten.
+        response["Cache-Control"] = "no-store"
+        return response
+
 
 
 class ProjectAPIView(GedWebAPIView):

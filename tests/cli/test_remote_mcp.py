@@ -209,9 +209,22 @@ def test_tokens_are_checked_before_anything_else(remote: Remote) -> None:
             assert (status, body) == (rest_status, rest_body), (token, path, body)
             assert headers.get("www-authenticate") == rest_headers["www-authenticate"] == (
                 "Bearer")
+            assert headers.get("cache-control") == rest_headers["cache-control"] == "no-store"
     # Malformed bearer headers never reach a lookup.
     status, body, _ = remote.post(_tools_list(), headers={"Authorization": "Basic abc"})
     assert (status, body["code"]) == (401, "unauthenticated")
+
+
+def test_every_answer_says_no_store_as_the_api_does(remote: Remote) -> None:
+    """A tool's result carries memory: no cache may keep it (issue 34 §9)."""
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "memory_list", "arguments": {"limit": 5}}}
+    for body in (_tools_list(), call):
+        status, answer, headers = remote.post(body, token=remote.project_token)
+        assert status == 200, answer
+        assert headers.get("cache-control") == "no-store", headers
+    status, _, headers = remote.post(None, token=remote.project_token, method="GET")
+    assert (status, headers.get("cache-control")) == (405, "no-store")
 
 
 def test_another_projects_token_learns_nothing(remote: Remote) -> None:
