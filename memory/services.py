@@ -200,6 +200,21 @@ CANDIDATE_KEYS = "gedweb.idempotency.candidate"
 KeyedRow = TypeVar("KeyedRow", MemoryEntry, MemoryCandidate)
 
 
+def idempotency_key_digest(key: str) -> str:
+    """What is stored of an Idempotency-Key: its SHA-256, never the key itself.
+
+    Keys are client text that no secret scan reads (a client may send a
+    credential as one); a replay needs only equality, which the digest keeps.
+    The advisory lock of a key in flight takes the key as sent: it is
+    never stored.
+    """
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _stored_key(key: str | None) -> str | None:
+    return None if key is None else idempotency_key_digest(key)
+
+
 def request_fingerprint(body: dict[str, Any]) -> str:
     """Canonical form of a request body, so key order and spacing do not matter."""
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
@@ -261,7 +276,7 @@ def _keyed_entry(project: Project, scope: str, author: str, key: str) -> MemoryE
     """
     return (
         MemoryEntry.objects.for_project(project)
-        .filter(idempotency_key=key)
+        .filter(idempotency_key=idempotency_key_digest(key))
         .filter(Q(idempotency_scope=scope) | Q(idempotency_scope__isnull=True, author=author))
         .first()
     )
@@ -327,7 +342,7 @@ def _append_locked(
         content_sha256=sha256_text(content),
         redacts=redacts,
         prev_hash=head_row["hash"] if head_row else GENESIS_HASH,
-        idempotency_key=idempotency_key,
+        idempotency_key=_stored_key(idempotency_key),
         idempotency_scope=scope if idempotency_key is not None else None,
         request_hash=request_hash if idempotency_key is not None else None,
     )
@@ -605,7 +620,8 @@ def candidate_propose(
                 _claim_idempotency_key(project, scope, idempotency_key, namespace=CANDIDATE_KEYS)
                 keyed = (
                     MemoryCandidate.objects.for_project(project)
-                    .filter(idempotency_scope=scope, idempotency_key=idempotency_key)
+                    .filter(idempotency_scope=scope,
+                            idempotency_key=idempotency_key_digest(idempotency_key))
                     .first()
                 )
                 earlier = _replay_of(keyed, request_hash)
@@ -620,7 +636,7 @@ def candidate_propose(
                 category=category,
                 content=content,
                 source=source,
-                idempotency_key=idempotency_key,
+                idempotency_key=_stored_key(idempotency_key),
                 idempotency_scope=scope if idempotency_key is not None else None,
                 request_hash=request_hash,
             )
