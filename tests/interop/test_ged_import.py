@@ -580,3 +580,18 @@ def test_imported_task_artifacts_are_versioned_per_work_item_and_task(alpha):
     assert not services.task_artifact_import(work=first, task_id="T01", name="BRIEF.md",
                                              content="# Brief\n", author="importer")
     assert TaskArtifact.objects.count() == 4
+
+
+@pytest.mark.parametrize("field", ["baseHead", "branch"])
+def test_a_governance_json_whose_repository_differs_from_meta_is_refused(alpha, tree, field):
+    """governance.json and META.json name one base commit and branch (issue 34 §11)."""
+    rel = governance_path(PLANNED_ID)
+    document = file_json(tree, rel)
+    document["repository"][field] = "f" * 40 if field == "baseHead" else "other-branch"
+    (tree / rel).write_bytes(pretty(document))
+    before = database()
+
+    message = refused(str(tree), "--project", "alpha")
+
+    assert message == f"{rel}: summary, branch or baseHead differs from META.json"
+    assert database() == before
