@@ -547,10 +547,38 @@ def test_no_error_of_the_new_commands_repeats_a_token(gedweb_server: LiveServer)
          shop.env, 2),
         ([shop.token, "--endpoint", gedweb_server.url], ferry_env, 2),
     ]
-    for argv, env, exit_code in cases:
+    since = ('invalid input: since {"since":["Datetime has wrong format. Use one of these '
+             'formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]."]}')
+    # Each refusal's own reason (a token in it shows as [secret]), not just any error line.
+    reasons = [
+        "gedweb: 404 not_found: not found",
+        "gedweb: 404 not_found: not found",
+        f"gedweb: 400 validation_error: {since}",
+        f"gedweb: 400 validation_error: {since}",
+        "gedweb: 409 conflict: candidate is withdrawn, not pending",
+        "gedweb: 404 not_found: not found",
+        'gedweb: 400 validation_error: invalid input: path {"path":["must be PROJECT.md, '
+        "CONTEXT.md, adr/<id>.md, reports/<id>.md or handoff/<work_id>.md, where <id> matches "
+        '^[a-z0-9][a-z0-9._-]{0,127}$ and <work_id> is a generated work id"]}',
+        "gedweb: 404 not_found: not found",
+        "gedweb: 404 not_found: not found",
+        "gedweb: 401 unauthenticated: missing, malformed, unknown or revoked bearer token",
+        "gedweb memory list: error: argument --limit: not a whole number: '[secret]'",
+        "gedweb memory search: error: the following arguments are required: QUERY",
+        "gedweb candidates list: error: argument --status: invalid choice: '[secret]' (choose "
+        "from 'pending', 'approved', 'rejected', 'withdrawn')",
+        "gedweb: error: unrecognized arguments: extra",
+        "gedweb documents get: error: argument --revision: not an integer: '[secret]'",
+        "gedweb work list: error: argument --format: invalid choice: '[secret]' (choose from "
+        "'json', 'text')",
+        "gedweb: error: --limit 0 with --all: a page size must be at least 1",
+        "gedweb: error: argument COMMAND: invalid choice: '[secret]' (choose from 'memory', "
+        "'candidates', 'documents', 'work', 'context', 'standards', 'mcp', 'push', 'pull')",
+    ]
+    for (argv, env, exit_code), reason in zip(cases, reasons, strict=True):
         result = run_cli(*argv, env=env)
         assert result.returncode == exit_code, (argv, result.stderr)
-        assert len(result.stderr.splitlines()) >= 1
+        assert result.stderr.splitlines()[-1] == reason, (argv, result.stderr)
         for secret in (shop.token, memory_token):
             assert secret not in result.stderr and secret not in result.stdout, argv
     assert shop.entries() == []

@@ -320,7 +320,8 @@ def test_an_unknown_gedweb_project_is_refused(db, bridge_db):
 
 def test_ferryman_project_with_a_mirror_is_refused(alpha, tmp_path):
     md = make_mirror(tmp_path / "MEMORY.md", ROWS)
-    refused("--project", "alpha", "--mirror", str(md), "--ferryman-project", "x")
+    message = refused("--project", "alpha", "--mirror", str(md), "--ferryman-project", "x")
+    assert message == "--ferryman-project applies to --database only"
     assert stored() == []
 
 
