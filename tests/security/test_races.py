@@ -26,6 +26,7 @@ from django.db import connection
 from gedweb.lib.governance import LIFECYCLE_ACTIONS
 from governance.models import StandardsImport
 from memory.models import MemoryCandidate
+from memory.services import idempotency_key_digest
 from tests.django_fixtures import ADMIN_TOKEN, bearer_client, postgres_only, run_in_threads
 from tests.governance.support import DIRECT, evidence, gov_url, work_url
 
@@ -173,7 +174,7 @@ def test_twenty_concurrent_duplicates_with_one_key_store_exactly_one_entry(make_
     assert len({(r.body["id"], r.body["seq"], r.body["hash"]) for r in created}) == 1
     assert seq_stats(target.id) == (1, 1, 1, 1)
     assert sql_one("SELECT COUNT(*) FROM memory_memoryentry WHERE idempotency_key = %s",
-                   ["one-key"]) == (1,)
+                   [idempotency_key_digest("one-key")]) == (1,)
     assert_chain_verifies(target.token, target.id, 1)
 
 
@@ -221,7 +222,7 @@ def test_keyed_and_unkeyed_appends_mixed_keep_one_row_per_key(make_project):
             "SELECT idempotency_key, COUNT(*) FROM memory_memoryentry"
             " WHERE project_id = %s AND idempotency_key IS NOT NULL GROUP BY idempotency_key",
             [target.id])
-        assert dict(cursor.fetchall()) == {f"k-{i}": 1 for i in range(6)}
+        assert dict(cursor.fetchall()) == {idempotency_key_digest(f"k-{i}"): 1 for i in range(6)}
     assert_chain_verifies(target.token, target.id, plain + 6)
 
 
