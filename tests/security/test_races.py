@@ -230,7 +230,9 @@ def test_keyed_and_unkeyed_appends_mixed_keep_one_row_per_key(make_project):
 
 
 def new_candidate(target: Any) -> str:
-    created = call(target.token, "post", f"{memory_url(target.id)}/candidates",
+    # Proposed by the admin token, so the project token may decide it: no principal
+    # decides its own proposal (memory.services.candidate_refusal).
+    created = call(ADMIN_TOKEN, "post", f"{memory_url(target.id)}/candidates",
                    {"category": "review", "content": "approve me once"})
     assert created.status == 201, created
     return created.body["id"]
