@@ -73,6 +73,10 @@ class NumberConverter(_Converter):
         return int(value)
 
 
+class StandardsImportIdConverter(_Converter):
+    regex = ids.STANDARDS_IMPORT_ID
+
+
 class TaskIdConverter(_Converter):
     regex = ids.TASK_ID
 
@@ -105,6 +109,7 @@ CONVERTERS = {
     "ref": EntryRefConverter,
     "uuid_text": UuidConverter,
     "number": NumberConverter,
+    "standards_import": StandardsImportIdConverter,
     "task": TaskIdConverter,
     "filename": FileNameConverter,
     "text": TextConverter,

@@ -43,6 +43,16 @@ class IdempotencyKeyReused(DomainError):
     code = "idempotency_key_reused"
 
 
+class ReviewRefused(DomainError):
+    """A candidate decision by a principal the review gate does not allow.
+
+    The proposer approving or rejecting its own proposal, or anyone but the
+    proposer withdrawing it (memory.services.candidate_refusal).
+    """
+
+    code = "review_forbidden"
+
+
 class InvalidState(DomainError):
     code = "invalid_state"
 

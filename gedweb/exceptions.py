@@ -33,6 +33,7 @@ from gedweb.errors import (
     IdempotencyKeyReused,
     InvalidState,
     QuotaExceeded,
+    ReviewRefused,
     SecretDetected,
     StaleRevision,
 )
@@ -51,6 +52,7 @@ STATUSES: dict[type[DomainError], int] = {
     HashMismatch: 409,
     IdempotencyInFlight: 409,
     QuotaExceeded: 409,
+    ReviewRefused: 403,
     StaleRevision: 409,
     CheckoutRefused: 422,
     DecisionRequired: 422,

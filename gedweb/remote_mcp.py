@@ -91,8 +91,15 @@ def _requested_project(scope: Scope, headers: dict[str, str]) -> str | None:
     return values[-1] if values else None
 
 
+# The REST API's 401 (gedweb.exceptions), word for word: a client cannot tell
+# the two endpoints apart by how they refuse a token.
+UNAUTHENTICATED_MESSAGE = "missing, malformed, unknown or revoked bearer token"
+ADMIN = "admin"
+
+
 def _token_project(token: str) -> str | None:
-    """The project a project token belongs to; None for the admin token or no token.
+    """The project a project token belongs to; ``ADMIN`` for the admin token; None for a
+    token that authenticates nothing (unknown, wrong or revoked).
 
     The API's own authentication, so the endpoint names a token's project
     exactly as every /v1 route would scope it.
@@ -108,7 +115,22 @@ def _token_project(token: str) -> str | None:
         # long as CONN_MAX_AGE would keep a request's (request_finished does
         # the same for the in-process REST calls).
         close_old_connections()
-    return principal.project_id if principal is not None else None
+    if principal is None:
+        return None
+    return principal.project_id if principal.project_id is not None else ADMIN
+
+
+def _no_store(send: Send) -> Send:
+    """Every answer says Cache-Control: no-store, as /v1's do: tool results carry memory."""
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(name, value) for name, value in message.get("headers", [])
+                       if name.lower() != b"cache-control"]
+            message = {**message, "headers": [*headers, (b"cache-control", b"no-store")]}
+        await send(message)
+
+    return wrapped
 
 
 def _wrap_transport_errors(send: Send) -> Send:
@@ -161,13 +183,13 @@ class RemoteMCP:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # a2wsgi sends only HTTP; nothing else is served here
             return
+        send = _no_store(send)
         if scope["path"] != MCP_PATH:
             await _answer(send, 404, _error_body(404, "not_found", "no such route"))
             return
         headers = _headers(scope)
         token = _bearer(headers)
-        unauthenticated = (401, _error_body(401, "unauthenticated",
-                                            "a valid bearer token is required"),
+        unauthenticated = (401, _error_body(401, "unauthenticated", UNAUTHENTICATED_MESSAGE),
                            [(b"www-authenticate", b"Bearer")])
         if token is None:
             await _answer(send, *unauthenticated)
@@ -184,6 +206,11 @@ class RemoteMCP:
         if project is None:
             project = await anyio.to_thread.run_sync(_token_project, token)
             if project is None:
+                # A wrong or revoked token is a 401 as on /v1, never a request
+                # to name the project it could not have named anyway.
+                await _answer(send, *unauthenticated)
+                return
+            if project == ADMIN:
                 await _answer(send, 400, _error_body(
                     400, "validation_error",
                     "name the project: the X-GedWeb-Project header or ?project= "

@@ -14,6 +14,7 @@ built from its ``values`` and the two can never disagree.
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any, ClassVar
 
 from django.db import IntegrityError, models, transaction
@@ -296,6 +297,11 @@ STANDARDS_PATHS = (
 )
 
 
+def new_standards_import_id() -> str:
+    """A fresh public id (gedweb.lib.ids.STANDARDS_IMPORT_ID): 128 random bits."""
+    return "si_" + secrets.token_urlsafe(16)
+
+
 class StandardsImportQuerySet(AppendOnlyQuerySet):
     def for_project(self, project: Project) -> StandardsImportQuerySet:
         return self.filter(project=project)
@@ -326,6 +332,11 @@ class StandardsImport(AppendOnlyModel):
 
     project = models.ForeignKey(
         Project, on_delete=models.PROTECT, related_name="standards_imports"
+    )
+    # What URLs and answers call the import: random, so it tells nothing of
+    # other projects' activity, as the sequential pk would.
+    public_id = models.CharField(
+        max_length=25, unique=True, editable=False, default=new_standards_import_id
     )
     path = models.CharField(max_length=64, choices=Path.choices)
     sha256 = models.CharField(max_length=64)

@@ -2,9 +2,10 @@
 
 GedPi writes the provenance record before the file (gap G-7); here both are
 one row inserted in one transaction, under a lock on the project row.
-Like GedPi, different content under an existing name is refused (409), and
-identical content is "confirmed": nothing new is written and the original
-installed_at stays. A legacy or drifted record with identical content is
+Like GedPi, different content under an existing name is refused (409) on
+every path (PUT, ged_import, POST .../checkout, legacy records:
+refuse_other_bytes), and identical content is "confirmed": nothing new is
+written and the original installed_at stays. A legacy or drifted record with identical content is
 re-verified by adding a version with a fresh reusable-explicit record.
 """
 
@@ -73,6 +74,20 @@ def _next_version(project: Project, name: str) -> NextVersion[Skill]:
     return next_version(project=project, rows=Skill.objects.filter(project=project, name=name))
 
 
+def refuse_other_bytes(current: Skill | None, name: str, content: str) -> None:
+    """A skill's bytes never change under its name: the one rule of every write path.
+
+    A new version may carry a new provenance record (re-verification, a
+    checkout's record as found), never other content: a changed SKILL.md
+    would otherwise be served as the skill its name was trusted for.
+    """
+    if current is not None and current.content != content:
+        raise Conflict(
+            f"skill {name} exists with different content (sha256 {current.content_hash}); "
+            "a skill's bytes never change under its name: use a new name"
+        )
+
+
 def skill_put(
     *, project: Project, name: str, content: str, reason: str, source: str | None, author: str
 ) -> SkillWrite:
@@ -80,11 +95,7 @@ def skill_put(
     with transaction.atomic():
         latest = _next_version(project, name)
         current = latest.current
-        if current is not None and current.content != content:
-            raise Conflict(
-                f"skill {name} exists with different content (sha256 {current.content_hash}); "
-                "it is never overwritten"
-            )
+        refuse_other_bytes(current, name, content)
         if current is not None and current.verified:
             return SkillWrite(current, CONFIRMED)
         secret_scan.refuse_secrets(project, {"content": content, "reason": reason,
@@ -132,6 +143,7 @@ def skill_record_legacy(
     with transaction.atomic():
         latest = _next_version(project, name)
         current = latest.current
+        refuse_other_bytes(current, name, content)
         if current is not None:
             if (current.content, current.recorded_hash, current.provenance) == (
                 content, recorded_hash, provenance
@@ -259,9 +271,11 @@ def skill_import(
     """Record a skill and its provenance record as found in a checkout.
 
     Nothing is written when the current version already exports to the same
-    SKILL.md and record; otherwise a new version keeps the record as found, so
-    a drifted hash stays unverified and a record without provenance stays
-    legacy-unverified. Returns "created", "updated" or "unchanged".
+    SKILL.md and record; other bytes under an existing name are refused (409,
+    refuse_other_bytes); the same bytes with another record make a new
+    version that keeps the record as found, so a drifted hash stays
+    unverified and a record without provenance stays legacy-unverified.
+    Returns "created", "updated" or "unchanged".
     """
     problem = rules.name_problem(name)
     if problem:
@@ -272,6 +286,7 @@ def skill_import(
     with transaction.atomic():
         latest = _next_version(project, name)
         current = latest.current
+        refuse_other_bytes(current, name, content)
         if (
             current is not None
             and current.content == content

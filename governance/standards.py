@@ -146,7 +146,7 @@ def standards_markdown(project: Project) -> tuple[str, str] | None:
 def import_as_dict(row: StandardsImport, served_ids: set[int]) -> dict[str, Any]:
     decision = row.current_decision
     return {
-        "id": row.pk,
+        "id": row.public_id,
         "path": row.path,
         "sha256": row.sha256,
         "status": row.status,

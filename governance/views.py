@@ -105,9 +105,12 @@ def standards_state(request: HttpRequest, project_id: str) -> HttpResponse:
     """What STANDARDS.md serves, each path's approval state, pending renewals, every import."""
     project = project_or_404(request, project_id)
     state = standards.standards_state(project)
-    imports = sorted(
-        state["accepted"] + state["pending"] + state["rejected"], key=lambda row: -row["id"]
-    )
+    # Newest first; public ids are random, so the order is the rows' own.
+    newest_first = list(StandardsImport.objects.for_project(project).order_by("-id")
+                        .values_list("public_id", flat=True))
+    position = {public_id: n for n, public_id in enumerate(newest_first)}
+    imports = sorted(state["accepted"] + state["pending"] + state["rejected"],
+                     key=lambda row: position[row["id"]])
     return render(request, "governance/standards.html", {
         **project_context(request, project, "standards"),
         "state": state,
@@ -131,11 +134,11 @@ def standards_text(request: HttpRequest, project_id: str) -> HttpResponse:
 
 
 @login_required
-def standards_import(request: HttpRequest, project_id: str, import_id: int) -> HttpResponse:
+def standards_import(request: HttpRequest, project_id: str, import_id: str) -> HttpResponse:
     project = project_or_404(request, project_id)
     row = (
         StandardsImport.objects.for_project(project).select_related("decision")
-        .filter(pk=import_id).first()
+        .filter(public_id=import_id).first()
     )
     if row is None:
         raise Http404

@@ -421,9 +421,13 @@ class MemoryCandidateAdmin(ReadOnlyAdmin):
         self, request: HttpRequest, object_id: str, form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
+        candidate = self.get_object(request, unquote(object_id))
         context = {
             "can_approve": self.has_approve_permission(request),
             "can_reject": self.has_reject_permission(request),
+            # The review gate's reason in place of buttons it would refuse.
+            "review_refusal": candidate and services.candidate_refusal(
+                candidate=candidate, by=operator_name(request), action=services.APPROVE),
             **(extra_context or {}),
         }
         return super().change_view(request, object_id, form_url, context)

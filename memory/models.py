@@ -192,7 +192,8 @@ class MemoryEntry(AppendOnlyModel):
         db_index=False,
     )
     # An Idempotency-Key lives as long as its entry: a replay is answered
-    # from this row, and the request hash tells a replay from a reuse.
+    # from this row, and the request hash tells a replay from a reuse. Only
+    # the key's SHA-256 is stored (memory.services.idempotency_key_digest).
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     request_hash = models.CharField(max_length=64, null=True, blank=True)
     # Whose key it is: "token:<id>", "admin", or the author for commands and
@@ -369,6 +370,9 @@ class MemoryCandidateStatus(models.TextChoices):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    # Taken back by its own proposer before anyone decided it: not a
+    # reviewer's rejection (memory.services.candidate_withdraw).
+    WITHDRAWN = "withdrawn"
 
 
 class MemoryCandidate(models.Model):
@@ -392,6 +396,7 @@ class MemoryCandidate(models.Model):
     # A proposal's Idempotency-Key, under the same rules as an entry's
     # (memory.services): it lives as long as the candidate, the request hash
     # tells a replay from a reuse, and the scope names the token that sent it.
+    # Only the key's SHA-256 is stored, as for entries.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     request_hash = models.CharField(max_length=64, null=True, blank=True)
     idempotency_scope = models.CharField(max_length=80, null=True, blank=True)

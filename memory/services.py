@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gedweb.db.compiled import CompiledInsert
-from gedweb.errors import Conflict, IdempotencyInFlight, IdempotencyKeyReused
+from gedweb.errors import Conflict, IdempotencyInFlight, IdempotencyKeyReused, ReviewRefused
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import GENESIS_HASH, entry_hash
 from gedweb.lib.digest import sha256_text
@@ -198,6 +198,21 @@ CANDIDATE_KEYS = "gedweb.idempotency.candidate"
 KeyedRow = TypeVar("KeyedRow", MemoryEntry, MemoryCandidate)
 
 
+def idempotency_key_digest(key: str) -> str:
+    """What is stored of an Idempotency-Key: its SHA-256, never the key itself.
+
+    Keys are client text that no secret scan reads (a client may send a
+    credential as one); a replay needs only equality, which the digest keeps.
+    The advisory lock of a key in flight takes the key as sent: it is
+    never stored.
+    """
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _stored_key(key: str | None) -> str | None:
+    return None if key is None else idempotency_key_digest(key)
+
+
 def request_fingerprint(body: dict[str, Any]) -> str:
     """Canonical form of a request body, so key order and spacing do not matter."""
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
@@ -259,7 +274,7 @@ def _keyed_entry(project: Project, scope: str, author: str, key: str) -> MemoryE
     """
     return (
         MemoryEntry.objects.for_project(project)
-        .filter(idempotency_key=key)
+        .filter(idempotency_key=idempotency_key_digest(key))
         .filter(Q(idempotency_scope=scope) | Q(idempotency_scope__isnull=True, author=author))
         .first()
     )
@@ -325,7 +340,7 @@ def _append_locked(
         content_sha256=sha256_text(content),
         redacts=redacts,
         prev_hash=head_row["hash"] if head_row else GENESIS_HASH,
-        idempotency_key=idempotency_key,
+        idempotency_key=_stored_key(idempotency_key),
         idempotency_scope=scope if idempotency_key is not None else None,
         request_hash=request_hash if idempotency_key is not None else None,
     )
@@ -605,7 +620,8 @@ def candidate_propose(
                 _claim_idempotency_key(project, scope, idempotency_key, namespace=CANDIDATE_KEYS)
                 keyed = (
                     MemoryCandidate.objects.for_project(project)
-                    .filter(idempotency_scope=scope, idempotency_key=idempotency_key)
+                    .filter(idempotency_scope=scope,
+                            idempotency_key=idempotency_key_digest(idempotency_key))
                     .first()
                 )
                 earlier = _replay_of(keyed, request_hash)
@@ -620,7 +636,7 @@ def candidate_propose(
                 category=category,
                 content=content,
                 source=source,
-                idempotency_key=idempotency_key,
+                idempotency_key=_stored_key(idempotency_key),
                 idempotency_scope=scope if idempotency_key is not None else None,
                 request_hash=request_hash,
             )
@@ -639,17 +655,53 @@ def candidate_create(
     ).candidate
 
 
-def _pending_candidate(project: Project, candidate: MemoryCandidate) -> MemoryCandidate:
+# The review gate. A principal is known by the author name it writes under:
+# a project token by its name (a token reissued under a revoked one's name is
+# the same principal), the admin token as ``admin``, a person as
+# ``user:<login>``; token names can be neither of the last two, so the three
+# never collide. Who may decide at all is each face's own check (the memory
+# write boundary on the API, the operator role on the pages, the admin's
+# permissions); whether *this* principal may take *this* decision is here.
+APPROVE, REJECT, WITHDRAW = "approve", "reject", "withdraw"
+
+
+def candidate_refusal(*, candidate: MemoryCandidate, by: str, action: str) -> str | None:
+    """Why ``by`` may not ``action`` (approve, reject, withdraw) ``candidate``; None if it may.
+
+    No principal approves its own proposal, so a proposer that holds the
+    write right cannot turn its own text into memory in two calls; it
+    cannot reject it either (that is a reviewer's decision), it withdraws
+    it. Only the proposer withdraws.
+    """
+    own = by == candidate.author
+    if action in (APPROVE, REJECT) and own:
+        return (f"{by} proposed this candidate and may not {action} it: another principal "
+                "(an operator on the team pages or the admin, or the memory write token's "
+                "holder) decides it; its proposer may only withdraw it")
+    if action == WITHDRAW and not own:
+        return (f"only the candidate's proposer ({candidate.author}) may withdraw it; "
+                "a reviewer rejects it instead")
+    if action not in (APPROVE, REJECT, WITHDRAW):
+        raise ValueError(f"unknown candidate action {action!r}")
+    return None
+
+
+def _pending_candidate(
+    project: Project, candidate: MemoryCandidate, *, by: str, action: str
+) -> MemoryCandidate:
     locked = MemoryCandidate.objects.select_for_update().get(pk=candidate.pk, project=project)
     if locked.status != MemoryCandidate.Status.PENDING:
         raise Conflict(f"candidate is {locked.status}, not pending")
+    refusal = candidate_refusal(candidate=locked, by=by, action=action)
+    if refusal is not None:
+        raise ReviewRefused(refusal)
     return locked
 
 
 def candidate_approve(*, project: Project, candidate: MemoryCandidate, by: str) -> MemoryEntry:
     """Turn a pending candidate into exactly one entry, even under concurrent approvals."""
     with transaction.atomic():
-        locked = _pending_candidate(project, candidate)
+        locked = _pending_candidate(project, candidate, by=by, action=APPROVE)
         result = memory_entry_create(
             project=project,
             author=by,
@@ -672,14 +724,27 @@ def candidate_approve(*, project: Project, candidate: MemoryCandidate, by: str) 
     return result.entry
 
 
-def candidate_reject(*, project: Project, candidate: MemoryCandidate, by: str) -> MemoryCandidate:
+def _candidate_close(
+    project: Project, candidate: MemoryCandidate, by: str, action: str, status: str
+) -> MemoryCandidate:
     with transaction.atomic():
-        locked = _pending_candidate(project, candidate)
-        locked.status = MemoryCandidate.Status.REJECTED
+        locked = _pending_candidate(project, candidate, by=by, action=action)
+        locked.status = status
         locked.resolved_at = timezone.now()
         locked.resolved_by = by
         locked.save(update_fields=["status", "resolved_at", "resolved_by"])
     return locked
+
+
+def candidate_reject(*, project: Project, candidate: MemoryCandidate, by: str) -> MemoryCandidate:
+    return _candidate_close(project, candidate, by, REJECT, MemoryCandidate.Status.REJECTED)
+
+
+def candidate_withdraw(
+    *, project: Project, candidate: MemoryCandidate, by: str
+) -> MemoryCandidate:
+    """The proposer takes its own pending candidate back: withdrawn, never memory."""
+    return _candidate_close(project, candidate, by, WITHDRAW, MemoryCandidate.Status.WITHDRAWN)
 
 
 # --- memberships -------------------------------------------------------------

@@ -63,7 +63,7 @@ MIRROR_PAGE_SIZE = 100
 SNIPPET_CHARS = 600
 MAX_CHAIN = 100
 RECENTLY_RESOLVED = 10
-CANDIDATE_VIEWS = ("pending", "resolved", "approved", "rejected")
+CANDIDATE_VIEWS = ("pending", "resolved", "approved", "rejected", "withdrawn")
 
 
 # --- pages ------------------------------------------------------------------------------
@@ -460,6 +460,12 @@ def candidate_list(request: HttpRequest, project_id: str) -> HttpResponse:
             .order_by("-resolved_at", "-id")[:RECENTLY_RESOLVED]
         )
     context = project_context(request, project, "review")
+    if may_review(context["role"]):
+        # The review gate's own words in place of buttons its rule would refuse.
+        by = operator_name(request)
+        for candidate in page.items:
+            candidate.refusal = services.candidate_refusal(
+                candidate=candidate, by=by, action=services.APPROVE)
     return render(request, "memory/candidate_list.html", {
         **context,
         "page": page,

@@ -30,7 +30,8 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     described = {
         400: "malformed body or query, or failed validation (`fields` names each field)",
         401: "missing, malformed, unknown or revoked token",
-        403: "authenticated but not allowed (`forbidden`, `memory_write_forbidden`)",
+        403: "authenticated but not allowed (`forbidden`, `memory_write_forbidden`, "
+             "`review_forbidden`)",
         404: "absent, or in a project this token does not cover",
         405: "method not allowed",
         409: "state conflict",
@@ -101,6 +102,16 @@ class GedWebAPIView(JSONErrorsMixin, APIView):
         # TooManyFieldsSent, raised while the QueryDict is built, is a 400
         # (gedweb.exceptions).
         _ = request.query_params
+
+    def finalize_response(
+        self, request: Request, response: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Answers carry a project's memory, documents and instructions, sent
+        # with a bearer token: no shared or browser cache may keep them.
+        # Set on every answer, refusals too, so no route can be forgotten.
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 

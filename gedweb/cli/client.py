@@ -315,9 +315,9 @@ class Client:
         return page
 
     def candidate_decide(self, project: str, candidate_id: str, decision: str) -> dict[str, Any]:
-        """approve (answers the new entry) or reject (the candidate); never retried:
-        a lost answer to an approval is found by listing the candidates."""
-        if decision not in ("approve", "reject"):
+        """approve (answers the new entry), reject or withdraw (the candidate); never
+        retried: a lost answer to an approval is found by listing the candidates."""
+        if decision not in ("approve", "reject", "withdraw"):
             raise ValueError(f"unknown decision {decision!r}")
         answer: dict[str, Any] = self.request(
             "POST", self.project_path(project, "memory", "candidates", candidate_id, decision),

@@ -443,7 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     propose.add_argument("--idempotency-key",
                          help="sent as Idempotency-Key (default: a fresh key per invocation)")
     candidate_list = command(candidates, "list", "print candidates, oldest first")
-    candidate_list.add_argument("--status", choices=("pending", "approved", "rejected"),
+    candidate_list.add_argument("--status",
+                                choices=("pending", "approved", "rejected", "withdrawn"),
                                 help="only candidates in this state (default: all)")
     limit_option(candidate_list, "candidates")
     candidate_list.add_argument("--all", action="store_true",
@@ -451,7 +452,9 @@ def build_parser() -> argparse.ArgumentParser:
     for decision, help_text in (("approve", "approve a pending candidate; prints the new entry "
                                             "(needs memory write rights; never retried)"),
                                 ("reject", "reject a pending candidate; prints it "
-                                           "(never retried)")):
+                                           "(never retried)"),
+                                ("withdraw", "withdraw a pending candidate this token proposed; "
+                                             "prints it (never retried)")):
         decide = command(candidates, decision, help_text)
         decide.add_argument("candidate_id", metavar="ID", help="the candidate's id (a uuid)")
 
@@ -671,8 +674,8 @@ def _candidates(args: argparse.Namespace, client: Client, parser: argparse.Argum
     elif action == "approve":  # the answer is the new entry
         out.record(client.candidate_decide(project, args.candidate_id, "approve"),
                    entry_line, lean=True)
-    else:
-        out.record(client.candidate_decide(project, args.candidate_id, "reject"),
+    else:  # reject or withdraw: the answer is the candidate
+        out.record(client.candidate_decide(project, args.candidate_id, action),
                    candidate_line, lean=True)
 
 

@@ -71,6 +71,7 @@ TITLES = {
     "memory_recall": "Recall memory (in your own words)",
     "memory_get": "Read a memory entry",
     "candidates_list": "List proposed entries",
+    "candidate_withdraw": "Withdraw your proposal",
     "documents_list": "List documents",
     "document_get": "Read a document",
     "work_list": "List work items",
@@ -102,8 +103,9 @@ TOOLS: list[types.Tool] = [
                   ("category", "content")),
           APPEND),
     _tool("memory_propose",
-          "Propose an entry for review: any project token may propose; an operator "
-          "approves it into memory or rejects it.",
+          "Propose an entry for review: any project token may propose; another principal "
+          "(an operator, or the memory write token's holder) approves it into memory or "
+          "rejects it, never the one that proposed it. candidate_withdraw takes it back.",
           _schema({"category": _CATEGORY, "content": {"type": "string", "minLength": 1},
                    "source": {"type": "string", "minLength": 1},
                    "idempotency_key": _IDEMPOTENCY_KEY},
@@ -135,8 +137,15 @@ TOOLS: list[types.Tool] = [
                    "hashes": _HASHES}, ("query",))),
     _tool("memory_get", "One memory entry by uuid or seq, with corrected_by.",
           _schema({"ref": _REF, "hashes": _HASHES}, ("ref",))),
+    _tool("candidate_withdraw",
+          "Withdraw a pending candidate you proposed (only its proposer may): it is "
+          "recorded as withdrawn and never becomes memory.",
+          _schema({"candidate_id": {"type": "string", "format": "uuid",
+                                    "description": "the candidate's id"}}, ("candidate_id",)),
+          APPEND),
     _tool("candidates_list", "List proposed entries, oldest first, with their review state.",
-          _schema({"status": {"type": "string", "enum": ["pending", "approved", "rejected"]},
+          _schema({"status": {"type": "string",
+                              "enum": ["pending", "approved", "rejected", "withdrawn"]},
                    "limit": _LIMIT, "after": {"type": "integer", "minimum": 0},
                    "hashes": _HASHES})),
     _tool("documents_list",
@@ -326,6 +335,9 @@ def make_handlers(client: Client, project: str) -> dict[str, Callable[[dict[str,
 
     def memory_get(a: dict[str, Any]) -> Any:
         return _lean(client.memory_get(project, a["ref"]), a.get("hashes", False))
+
+    def candidate_withdraw(a: dict[str, Any]) -> Any:
+        return _lean(client.candidate_decide(project, a["candidate_id"], "withdraw"), False)
 
     def candidates_list(a: dict[str, Any]) -> Any:
         return _lean_page(client.candidates_page(project, status=a.get("status"),

@@ -38,6 +38,10 @@ TRUSTED_BY_NAME = r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,41}"
 # A work file or task artifact name (DIRECT.md, SPEC.md, HISTORY.json, ...).
 FILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 HEX64 = r"[0-9a-f]{64}"
+# A standards import's public id: "si_" and 22 url-safe base64 characters
+# (128 random bits), never the sequential row number, which would tell one
+# project how many imports every other project has made.
+STANDARDS_IMPORT_ID = r"si_[A-Za-z0-9_-]{22}"
 
 PROJECT_ID_RE = re.compile(PROJECT_ID)
 CATEGORY_RE = re.compile(CATEGORY)
@@ -48,6 +52,7 @@ SEGMENT_RE = re.compile(SEGMENT)
 TASK_ID_RE = re.compile(TASK_ID)
 SKILL_NAME_RE = re.compile(SKILL_NAME)
 TRUSTED_BY_NAME_RE = re.compile(TRUSTED_BY_NAME)
+STANDARDS_IMPORT_ID_RE = re.compile(STANDARDS_IMPORT_ID)
 HEX64_RE = re.compile(HEX64)
 
 

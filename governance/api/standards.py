@@ -40,7 +40,7 @@ class StandardsImportListQuerySerializer(StrictSerializer):
 
 
 class StandardsImportSerializer(serializers.Serializer[Any]):
-    id = serializers.IntegerField()
+    id = serializers.CharField(help_text="the import's public id: si_ and 22 random characters")
     path = serializers.CharField()
     sha256 = serializers.CharField()
     status = serializers.CharField(help_text="pending, accepted or rejected")
@@ -92,11 +92,11 @@ class StandardsStateSerializer(serializers.Serializer[Any]):
 # --- views ----------------------------------------------------------------------------------
 
 
-def _import_or_404(project: Any, import_id: int) -> StandardsImport:
+def _import_or_404(project: Any, import_id: str) -> StandardsImport:
     row: StandardsImport | None = (
         StandardsImport.objects.for_project(project)
         .select_related("decision")
-        .filter(pk=import_id)
+        .filter(public_id=import_id)
         .first()
     )
     if row is None:
@@ -194,7 +194,7 @@ class StandardsImportDetailView(ProjectAPIView):
         responses={200: StandardsImportDetailSerializer, **errors(401, 404)},
         summary="One import with its content",
     )
-    def get(self, request: Request, project_id: str, import_id: int) -> Response:
+    def get(self, request: Request, project_id: str, import_id: str) -> Response:
         row = _import_or_404(self.project, import_id)
         body = standards.import_as_dict(row, standards.served_ids(self.project))
         return Response({**body, "content": row.content})
@@ -211,7 +211,7 @@ class StandardsDecideView(ProjectAPIView):
         if not request_principal(request).is_admin:
             raise PermissionDenied("only the admin token or an operator in Django admin decides")
 
-    def _decide(self, request: Request, import_id: int) -> Response:
+    def _decide(self, request: Request, import_id: str) -> Response:
         row = _import_or_404(self.project, import_id)
         serializer = StandardsDecideSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -235,7 +235,7 @@ class StandardsAcceptView(StandardsDecideView):
         responses={200: StandardsImportSerializer, **DECIDE_ERRORS},
         summary="Accept exactly these bytes (admin token; 409 hash_mismatch, 409 conflict)",
     )
-    def post(self, request: Request, project_id: str, import_id: int) -> Response:
+    def post(self, request: Request, project_id: str, import_id: str) -> Response:
         return self._decide(request, import_id)
 
 
@@ -248,5 +248,5 @@ class StandardsRejectView(StandardsDecideView):
         responses={200: StandardsImportSerializer, **DECIDE_ERRORS},
         summary="Reject exactly these bytes (admin token; 409 hash_mismatch, 409 conflict)",
     )
-    def post(self, request: Request, project_id: str, import_id: int) -> Response:
+    def post(self, request: Request, project_id: str, import_id: str) -> Response:
         return self._decide(request, import_id)

@@ -10,6 +10,7 @@ app_name = "governance-api"
 WORK = "projects/<project:project_id>/work/<work:work_id>"
 GOV = f"{WORK}/governance"
 STANDARDS = "projects/<project:project_id>/standards"
+IMPORT = f"{STANDARDS}/imports/<standards_import:import_id>"
 SKILLS = "projects/<project:project_id>/skills"
 
 # A handoff's path is also a memory document's (documents/<path>): gedweb/urls.py
@@ -54,11 +55,11 @@ urlpatterns = [
     path(f"{STANDARDS}/state", standards.StandardsStateView.as_view(), name="standards-state"),
     path(f"{STANDARDS}/imports", standards.StandardsImportListView.as_view(),
          name="standards-import-list"),
-    path(f"{STANDARDS}/imports/<number:import_id>", standards.StandardsImportDetailView.as_view(),
+    path(IMPORT, standards.StandardsImportDetailView.as_view(),
          name="standards-import-detail"),
-    path(f"{STANDARDS}/imports/<number:import_id>/accept", standards.StandardsAcceptView.as_view(),
+    path(f"{IMPORT}/accept", standards.StandardsAcceptView.as_view(),
          name="standards-import-accept"),
-    path(f"{STANDARDS}/imports/<number:import_id>/reject", standards.StandardsRejectView.as_view(),
+    path(f"{IMPORT}/reject", standards.StandardsRejectView.as_view(),
          name="standards-import-reject"),
     path("projects/<project:project_id>/ledger/verify", ledger.LedgerVerifyView.as_view(),
          name="ledger-verify"),

@@ -29,7 +29,7 @@ def restore_sqlite_triggers(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('governance', '0011_contextdelivery_session'),
+        ('governance', '0013_standardsimport_public_id'),
     ]
 
     operations = [

@@ -25,7 +25,7 @@ from gedweb.api.serializers import (
 from gedweb.lib.ids import CATEGORY, PROJECT_ID
 from gedweb.validation import validate_text
 from memory import checkpoints
-from memory.models import MemoryEntry, format_timestamp
+from memory.models import MemoryCandidate, MemoryEntry, format_timestamp
 from memory.recall import documents, ranking
 from memory.validators import (
     validate_category,
@@ -355,7 +355,7 @@ class CandidateSerializer(OutputSerializer):
     content = serializers.CharField()
     source = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.source
     author = serializers.CharField()
-    status = serializers.ChoiceField(choices=["pending", "approved", "rejected"])
+    status = serializers.ChoiceField(choices=MemoryCandidate.Status.values)
     created_at = TimestampField()
     resolved_at = TimestampField(allow_null=True)
     resolved_by = BlankAsNullField(allow_null=True)
@@ -363,7 +363,7 @@ class CandidateSerializer(OutputSerializer):
 
 
 class CandidateListQuerySerializer(StrictSerializer):
-    status = serializers.ChoiceField(choices=["pending", "approved", "rejected"], required=False)
+    status = serializers.ChoiceField(choices=MemoryCandidate.Status.values, required=False)
     limit = PageLimitField()
     after = serializers.IntegerField(required=False, min_value=0)
 

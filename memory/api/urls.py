@@ -56,6 +56,11 @@ urlpatterns = [
         name="candidate-reject",
     ),
     path(
+        "projects/<project:project_id>/memory/candidates/<uuid_text:candidate_id>/withdraw",
+        views.CandidateWithdrawView.as_view(),
+        name="candidate-withdraw",
+    ),
+    path(
         "projects/<project:project_id>/documents",
         views.DocumentListView.as_view(),
         name="document-list",

@@ -313,7 +313,8 @@ class CandidateListView(ProjectAPIView):
 
 class CandidateActionView(ProjectAPIView):
     # Approving writes memory; rejecting is the same reviewer decision, so
-    # both sit behind the memory write boundary.
+    # both sit behind the memory write boundary. Whether this principal may
+    # take this decision (never its own proposal) is the services' rule.
     memory_write_methods = frozenset({"POST"})
 
     def _candidate(self, candidate_id: str) -> MemoryCandidate:
@@ -337,6 +338,8 @@ class CandidateApproveView(CandidateActionView):
         responses={200: s.EntrySerializer, **errors(*WRITE_ERRORS, 409)},
         operation_id="candidates_approve",
         summary="Approve a pending candidate: creates exactly one entry",
+        description="403 `review_forbidden` when the principal asking proposed it: "
+        "no principal approves (or rejects) its own proposal.",
     )
     def post(self, request: Request, project_id: str, candidate_id: str) -> Response:
         self._check_body(request)
@@ -356,6 +359,26 @@ class CandidateRejectView(CandidateActionView):
     def post(self, request: Request, project_id: str, candidate_id: str) -> Response:
         self._check_body(request)
         candidate = services.candidate_reject(
+            project=self.project, candidate=self._candidate(candidate_id), by=self.author
+        )
+        return Response(s.CandidateSerializer.render(candidate))
+
+
+class CandidateWithdrawView(CandidateActionView):
+    # Taking one's own proposal back writes no memory: any project token
+    # that proposed may, as any may propose.
+    memory_write_methods = frozenset()
+
+    @extend_schema(
+        request=None,
+        responses={200: s.CandidateSerializer, **errors(*WRITE_ERRORS, 409)},
+        operation_id="candidates_withdraw",
+        summary="Withdraw a pending candidate (its proposer only)",
+        description="403 `review_forbidden` for any principal but the one that proposed it.",
+    )
+    def post(self, request: Request, project_id: str, candidate_id: str) -> Response:
+        self._check_body(request)
+        candidate = services.candidate_withdraw(
             project=self.project, candidate=self._candidate(candidate_id), by=self.author
         )
         return Response(s.CandidateSerializer.render(candidate))

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0019_document_vectors'),
+        ('memory', '0021_idempotency_key_digest'),
     ]
 
     operations = [

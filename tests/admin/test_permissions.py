@@ -320,3 +320,25 @@ def test_a_viewer_cannot_add_a_member(vera, alpha, django_user_model):
                          {"project": "alpha", "user": someone.pk, "role": "operator"})
     assert response.status_code == 403
     assert not Membership.objects.filter(user=someone).exists()
+
+
+# --- candidates: the review gate's four-eyes rule ---------------------------------------
+
+
+def test_an_operator_cannot_decide_a_candidate_they_proposed(otto, alpha):
+    """memory.services.candidate_refusal in the admin: list actions and buttons refuse
+    with its reason, and the candidate's page shows the reason instead of the buttons."""
+    from memory import services
+
+    row = services.candidate_create(project=alpha.project, author="user:otto",
+                                    category="fact", content="my own proposal")
+    html = otto.get(f"{CANDIDATES}{row.pk}/change/").content.decode()
+    assert "user:otto proposed this candidate and may not approve it" in html
+    assert f'action="{CANDIDATES}{row.pk}/approve/"' not in html
+    response = action(otto, CANDIDATES, "approve_candidates", row.pk)
+    assert any("user:otto proposed this candidate and may not approve it" in text
+               for text in messages_of(response))
+    response = otto.post(f"{CANDIDATES}{row.pk}/reject/")
+    assert any("user:otto proposed this candidate and may not reject it" in text
+               for text in messages_of(response))
+    assert_still_pending(row)

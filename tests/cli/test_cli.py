@@ -306,8 +306,12 @@ def test_a_token_over_plain_http_to_another_host_is_warned_about_once(
 def test_no_warning_for_loopback_https_or_no_token() -> None:
     assert [is_loopback(h) for h in ("localhost", "LOCALHOST.", "app.localhost", "127.0.0.1",
                                      "127.8.9.1", "::1")] == [True] * 6
-    assert [is_loopback(h) for h in ("gedweb.example.org", "10.0.0.1", "localhost.example",
-                                     "0.0.0.0")] == [False] * 4
+    # Only the exact name, its subdomains and loopback addresses (issue 34 §11): a name that
+    # merely ends or starts with "localhost" is someone else's host.
+    not_loopback = ("gedweb.example.org", "10.0.0.1", "localhost.example", "0.0.0.0",
+                    "evillocalhost", "evil-localhost", "localhost.evil.example",
+                    "127.0.0.1.example", "xn--localhost", "localhostx", "::ffff:10.0.0.1")
+    assert [is_loopback(h) for h in not_loopback] == [False] * len(not_loopback)
     for url, token, warned in (("http://localhost:1", "t", 0), ("https://gedweb.invalid", "t", 0),
                                ("http://gedweb.invalid", None, 0),
                                ("http://gedweb.invalid", "t", 1)):

@@ -75,6 +75,12 @@ class Project:
         return items
 
 
+def reviewer(project: Project) -> dict[str, str]:
+    """Another principal than the project token that proposes: the admin token, with the
+    memory write token (the review gate's four-eyes rule, memory.services.candidate_refusal)."""
+    return {**project.env, "GEDWEB_TOKEN": project.server.admin_token}
+
+
 def assert_refused(result: subprocess.CompletedProcess[str], status: int, code: str) -> None:
     """Exit 1, nothing on stdout, one line on stderr naming the server's status and code."""
     assert result.returncode == 1, (result.stdout, result.stderr)
@@ -289,11 +295,22 @@ def test_candidates_propose_list_approve_and_reject(gedweb_server: LiveServer) -
     pending = shop.json("candidates", "list", "--project", shop.id, "--status", "pending")
     assert [c["id"] for c in pending["items"]] == [keep["id"], drop["id"]]
 
-    entry = shop.json("candidates", "approve", keep["id"], "--project", shop.id)
+    # The token that proposed decides neither: the refusal names the reason.
+    for decision in ("approve", "reject"):
+        own = shop.cli("candidates", decision, keep["id"], "--project", shop.id)
+        assert_refused(own, 403, "review_forbidden")
+        assert (f"default proposed this candidate and may not {decision} it"
+                in own.stderr), own.stderr
+    assert shop.entries() == []
+
+    review = reviewer(shop)
+    entry = json.loads(shop.cli("candidates", "approve", keep["id"], "--project", shop.id,
+                                env=review).stdout)
     assert (entry["seq"], entry["content"], entry["source"]) == (1, "Use Stripe for payments.",
                                                                  "agent-7")
     assert "hash" not in entry
-    rejected = shop.json("candidates", "reject", drop["id"], "--project", shop.id)
+    rejected = json.loads(shop.cli("candidates", "reject", drop["id"], "--project", shop.id,
+                                   env=review).stdout)
     assert rejected["status"] == "rejected"
 
     stored = shop.entries()
@@ -317,6 +334,18 @@ def test_candidates_propose_list_approve_and_reject(gedweb_server: LiveServer) -
     assert [c["id"] for c in everything["items"]] == [keep["id"], drop["id"]]
     assert shop.json("candidates", "list", "--project", shop.id, "--status",
                      "pending")["items"] == []
+
+    # The proposer withdraws its own; no one else may.
+    mine = shop.json("candidates", "propose", "--project", shop.id, "--category", "note",
+                     "--content", "On second thought, no.")
+    theirs = shop.cli("candidates", "withdraw", mine["id"], "--project", shop.id, env=review)
+    assert_refused(theirs, 403, "review_forbidden")
+    assert "only the candidate's proposer (default) may withdraw it" in theirs.stderr
+    withdrawn = shop.json("candidates", "withdraw", mine["id"], "--project", shop.id)
+    assert (withdrawn["status"], withdrawn["resolved_by"]) == ("withdrawn", "default")
+    assert [c["id"] for c in shop.json("candidates", "list", "--project", shop.id, "--status",
+                                       "withdrawn")["items"]] == [mine["id"]]
+    assert shop.entries() == stored
     text = shop.ok("candidates", "list", "--project", shop.id, "--format", "text")
     assert text.splitlines()[1].startswith(f"{drop['id']} ")
     assert text.splitlines()[1].endswith(" rejected note [operator] Rewrite everything in Rust.")
@@ -487,7 +516,7 @@ def test_no_error_of_the_new_commands_repeats_a_token(gedweb_server: LiveServer)
     memory_token = gedweb_server.memory_token
     candidate = shop.json("candidates", "propose", "--project", shop.id, "--category", "note",
                           "--content", "x")
-    shop.json("candidates", "reject", candidate["id"], "--project", shop.id)
+    shop.json("candidates", "withdraw", candidate["id"], "--project", shop.id)
     ferry_env = ferryman_env(gedweb_server, FERRYMAN_TOKEN=shop.token,
                              FERRYMAN_MEMORY_TOKEN=memory_token, GEDWEB_URL=gedweb_server.url)
     on_line = ["--token", shop.token, "--memory-token", memory_token]
@@ -518,10 +547,38 @@ def test_no_error_of_the_new_commands_repeats_a_token(gedweb_server: LiveServer)
          shop.env, 2),
         ([shop.token, "--endpoint", gedweb_server.url], ferry_env, 2),
     ]
-    for argv, env, exit_code in cases:
+    since = ('invalid input: since {"since":["Datetime has wrong format. Use one of these '
+             'formats instead: YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]."]}')
+    # Each refusal's own reason (a token in it shows as [secret]), not just any error line.
+    reasons = [
+        "gedweb: 404 not_found: not found",
+        "gedweb: 404 not_found: not found",
+        f"gedweb: 400 validation_error: {since}",
+        f"gedweb: 400 validation_error: {since}",
+        "gedweb: 409 conflict: candidate is withdrawn, not pending",
+        "gedweb: 404 not_found: not found",
+        'gedweb: 400 validation_error: invalid input: path {"path":["must be PROJECT.md, '
+        "CONTEXT.md, adr/<id>.md, reports/<id>.md or handoff/<work_id>.md, where <id> matches "
+        '^[a-z0-9][a-z0-9._-]{0,127}$ and <work_id> is a generated work id"]}',
+        "gedweb: 404 not_found: not found",
+        "gedweb: 404 not_found: not found",
+        "gedweb: 401 unauthenticated: missing, malformed, unknown or revoked bearer token",
+        "gedweb memory list: error: argument --limit: not a whole number: '[secret]'",
+        "gedweb memory search: error: the following arguments are required: QUERY",
+        "gedweb candidates list: error: argument --status: invalid choice: '[secret]' (choose "
+        "from 'pending', 'approved', 'rejected', 'withdrawn')",
+        "gedweb: error: unrecognized arguments: extra",
+        "gedweb documents get: error: argument --revision: not an integer: '[secret]'",
+        "gedweb work list: error: argument --format: invalid choice: '[secret]' (choose from "
+        "'json', 'text')",
+        "gedweb: error: --limit 0 with --all: a page size must be at least 1",
+        "gedweb: error: argument COMMAND: invalid choice: '[secret]' (choose from 'memory', "
+        "'candidates', 'documents', 'work', 'context', 'standards', 'mcp', 'push', 'pull')",
+    ]
+    for (argv, env, exit_code), reason in zip(cases, reasons, strict=True):
         result = run_cli(*argv, env=env)
         assert result.returncode == exit_code, (argv, result.stderr)
-        assert len(result.stderr.splitlines()) >= 1
+        assert result.stderr.splitlines()[-1] == reason, (argv, result.stderr)
         for secret in (shop.token, memory_token):
             assert secret not in result.stderr and secret not in result.stdout, argv
     assert shop.entries() == []

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.live_server]
 READ_ONLY = {"memory_list", "memory_search", "memory_recall", "memory_get", "candidates_list",
              "documents_list", "document_get", "work_list", "work_get", "context_get",
              "standards_get", "governance_get", "governance_guard"}
-WRITES = {"memory_add", "memory_propose", "work_open"}
+WRITES = {"memory_add", "memory_propose", "candidate_withdraw", "work_open"}
 WORK = {"summary": "Add a login page", "minimum_mode": "direct-change",
         "ambiguity": "sufficient", "risk": "normal", "clear_scope": True, "bounded": True,
         "reversible": True, "deterministic_check": True}
@@ -306,6 +306,33 @@ def test_a_project_token_alone_proposes_where_it_cannot_write(
     assert len(gedweb_server.entries(project)) == entries_before
     assert json_of(proposed)["status"] == "pending"
     assert candidates(gedweb_server, project)[-1]["content"] == "please review"
+
+
+def test_the_proposer_withdraws_its_candidate_and_no_one_else_may(
+        gedweb_server: LiveServer, shop: tuple[str, dict[str, str]]) -> None:
+    """The review gate on MCP: an agent has no approve tool, and withdraws only its own."""
+    project, env = shop
+    admin_env = {**env, "GEDWEB_TOKEN": gedweb_server.admin_token}
+    theirs = with_session(admin_env, project, lambda session: session.call_tool(
+        "memory_propose", {"category": "note", "content": "the admin's proposal"}))
+    theirs_id = json_of(theirs)["id"]
+
+    async def body(session: ClientSession) -> Any:
+        mine = json_of(await session.call_tool("memory_propose",
+                                               {"category": "note", "content": "mine"}))
+        return (mine,
+                await session.call_tool("candidate_withdraw", {"candidate_id": theirs_id}),
+                await session.call_tool("candidate_withdraw", {"candidate_id": mine["id"]}),
+                await session.call_tool("candidate_withdraw", {"candidate_id": mine["id"]}))
+
+    mine, refused, withdrawn, again = with_session(env, project, body)
+    assert refused.is_error
+    assert "403 review_forbidden" in text_of(refused)
+    assert "only the candidate's proposer (admin) may withdraw it" in text_of(refused)
+    assert json_of(withdrawn)["status"] == "withdrawn"
+    assert again.is_error and "candidate is withdrawn, not pending" in text_of(again)
+    states = {c["id"]: c["status"] for c in candidates(gedweb_server, project)}
+    assert (states[theirs_id], states[mine["id"]]) == ("pending", "withdrawn")
 
 
 def test_resources_and_the_context_prompt(gedweb_server: LiveServer,

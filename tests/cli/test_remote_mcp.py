@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -24,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.cli.conftest import GEDWEB
-from tests.live_server import LiveGunicorn, http_request
+from tests.live_server import REPO, LiveGunicorn, http_request
 
 pytestmark = [pytest.mark.live_server]
 
@@ -177,20 +179,52 @@ def test_the_admin_token_names_its_project_by_header_or_query(remote: Remote) ->
     assert body["code"] == "validation_error" and "project" in body["fields"]
 
 
+def revoked_token(remote: Remote) -> str:
+    """A token of PROJECT issued and revoked by the operator's commands, on the server's data."""
+    def manage(*args: str) -> str:
+        done = subprocess.run([sys.executable, "manage.py", "project", *args], cwd=REPO,
+                              env=remote.server.env, capture_output=True, text=True, timeout=60,
+                              check=True)
+        return done.stdout
+
+    raw: str = json.loads(manage("token", PROJECT, "--name", "retired"))["token"]
+    manage("revoke", PROJECT, "--name", "retired")
+    return raw
+
+
 def _tools_list() -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 
 def test_tokens_are_checked_before_anything_else(remote: Remote) -> None:
-    for token in (None, "wrong-token", remote.project_token + "x"):
-        status, body, headers = remote.post(_tools_list(), token=token,
-                                            path=f"/mcp?project={PROJECT}")
-        assert status == 401, (token, body)
-        assert body["code"] == "unauthenticated"
-        assert headers.get("www-authenticate") == "Bearer"
+    """A missing, wrong or revoked token is /v1's 401 exactly: status, body and
+    WWW-Authenticate, whether or not the request names its project (issue 34 §8)."""
+    rest_status, rest_body, rest_headers = http_request(
+        remote.port, "GET", f"/v1/projects/{PROJECT}/memory", "wrong-token")
+    assert rest_status == 401
+    revoked = revoked_token(remote)
+    for token in (None, "wrong-token", remote.project_token + "x", revoked):
+        for path in (f"/mcp?project={PROJECT}", "/mcp"):
+            status, body, headers = remote.post(_tools_list(), token=token, path=path)
+            assert (status, body) == (rest_status, rest_body), (token, path, body)
+            assert headers.get("www-authenticate") == rest_headers["www-authenticate"] == (
+                "Bearer")
+            assert headers.get("cache-control") == rest_headers["cache-control"] == "no-store"
     # Malformed bearer headers never reach a lookup.
     status, body, _ = remote.post(_tools_list(), headers={"Authorization": "Basic abc"})
     assert (status, body["code"]) == (401, "unauthenticated")
+
+
+def test_every_answer_says_no_store_as_the_api_does(remote: Remote) -> None:
+    """A tool's result carries memory: no cache may keep it (issue 34 §9)."""
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "memory_list", "arguments": {"limit": 5}}}
+    for body in (_tools_list(), call):
+        status, answer, headers = remote.post(body, token=remote.project_token)
+        assert status == 200, answer
+        assert headers.get("cache-control") == "no-store", headers
+    status, _, headers = remote.post(None, token=remote.project_token, method="GET")
+    assert (status, headers.get("cache-control")) == (405, "no-store")
 
 
 def test_another_projects_token_learns_nothing(remote: Remote) -> None:

@@ -88,8 +88,35 @@ def test_different_content_under_an_existing_name_is_refused(alpha, api):
     put(api, alpha.id, "release-notes")
     response = put(api, alpha.id, "release-notes", SKILL + "Also skip tests.\n")
     assert response.status_code == 409
-    assert response.json()["code"] == "conflict"
+    assert response.json() == {"code": "conflict", "message": (
+        f"skill release-notes exists with different content (sha256 {SKILL_SHA}); "
+        "a skill's bytes never change under its name: use a new name")}
     assert Skill.objects.get().content == SKILL
+
+
+@pytest.mark.parametrize("path", ["skill_import", "skill_record_legacy"])
+def test_every_write_path_refuses_other_bytes_under_an_existing_name(alpha, api, path):
+    """One rule (governance.skills.refuse_other_bytes) for PUT, ged_import and legacy records:
+    a new record may come with a new version, other content never does."""
+    from datetime import UTC, datetime
+
+    from gedweb.errors import Conflict
+
+    put(api, alpha.id, "release-notes")
+    other = SKILL + "Also skip tests.\n"
+    record = {"name": "release-notes", "provenance": "reusable-explicit",
+              "contentHash": hashlib.sha256(other.encode()).hexdigest()}
+    write = {
+        "skill_import": lambda content: skills.skill_import(
+            project=alpha.project, name="release-notes", content=content, record=record,
+            installed_at=datetime(2026, 1, 1, tzinfo=UTC), author="ged_import:x"),
+        "skill_record_legacy": lambda content: skills.skill_record_legacy(
+            project=alpha.project, name="release-notes", content=content,
+            recorded_hash=record["contentHash"], author="ged_import:x"),
+    }[path]
+    with pytest.raises(Conflict, match="a skill's bytes never change under its name"):
+        write(other)
+    assert list(Skill.objects.values_list("version", "content")) == [(1, SKILL)]
 
 
 def test_crlf_front_matter_is_refused(alpha, api):

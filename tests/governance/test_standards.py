@@ -68,7 +68,7 @@ def test_a_submitted_file_is_pending_and_standards_md_does_not_exist(alpha, api)
     body = response.json()
     assert (body["path"], body["sha256"], body["status"]) == ("AGENTS.md", USE_SHA, "pending")
     assert body["served"] is False and body["decided_by"] is None
-    row = StandardsImport.objects.get(pk=body["id"])
+    row = StandardsImport.objects.get(public_id=body["id"])
     assert (row.project_id, row.content, row.author, row.status) == (
         "alpha", USE, "default", "pending")
     assert decisions() == []
@@ -79,7 +79,7 @@ def test_resubmitting_known_bytes_returns_the_existing_decision(alpha, api):
     first = accepted(alpha.project, "AGENTS.md", USE)
     response = submit(api, alpha.id, "AGENTS.md", USE)
     assert response.status_code == 200
-    assert (response.json()["id"], response.json()["status"]) == (first.pk, "accepted")
+    assert (response.json()["id"], response.json()["status"]) == (first.public_id, "accepted")
     assert StandardsImport.objects.count() == 1
 
 
@@ -140,7 +140,8 @@ def test_unknown_fields_are_refused(alpha, api):
 
 def test_an_accepted_file_is_served_in_gedpis_exact_bytes(alpha, api, admin_client):
     row = offered(alpha.project, "AGENTS.md", USE)
-    decided = admin_client.post(url(alpha.id, "imports", row.pk, "accept"), {"sha256": USE_SHA},
+    decided = admin_client.post(url(alpha.id, "imports", row.public_id, "accept"),
+                                {"sha256": USE_SHA},
                                 format="json")
     assert decided.status_code == 200
     assert (decided.json()["status"], decided.json()["served"]) == ("accepted", True)
@@ -287,7 +288,7 @@ def test_accepting_the_renewal_serves_only_the_new_bytes(alpha, api):
 def test_rejecting_a_new_version_never_serves_it(alpha, api, admin_client):
     accepted(alpha.project, "AGENTS.md", USE)
     renewal = offered(alpha.project, "AGENTS.md", SKIP)
-    response = admin_client.post(url(alpha.id, "imports", renewal.pk, "reject"),
+    response = admin_client.post(url(alpha.id, "imports", renewal.public_id, "reject"),
                                  {"sha256": SKIP_SHA}, format="json")
     assert response.status_code == 200 and response.json()["status"] == "rejected"
     text = api.get(url(alpha.id)).content.decode()
@@ -299,7 +300,7 @@ def test_rejecting_a_new_version_never_serves_it(alpha, api, admin_client):
 
 def test_a_rejected_only_version_leaves_standards_md_absent(alpha, api, admin_client):
     row = offered(alpha.project, "GEMINI.md", SKIP)
-    admin_client.post(url(alpha.id, "imports", row.pk, "reject"), {"sha256": SKIP_SHA},
+    admin_client.post(url(alpha.id, "imports", row.public_id, "reject"), {"sha256": SKIP_SHA},
                       format="json")
     assert api.get(url(alpha.id)).status_code == 404
     assert api.get(url(alpha.id, "state")).json()["standards_hash"] is None
@@ -327,7 +328,7 @@ def test_the_list_filters_by_status_and_path(alpha, api):
 
 def test_one_import_shows_its_content(alpha, api):
     row = offered(alpha.project, "CLAUDE.md", CLAUDE)
-    body = api.get(url(alpha.id, "imports", row.pk)).json()
+    body = api.get(url(alpha.id, "imports", row.public_id)).json()
     assert (body["content"], body["sha256"]) == (CLAUDE, CLAUDE_SHA)
 
 
@@ -336,7 +337,7 @@ def test_one_import_shows_its_content(alpha, api):
 
 def test_accepting_with_the_wrong_hash_is_a_hash_mismatch(alpha, admin_client):
     row = offered(alpha.project, "AGENTS.md", SKIP)
-    response = admin_client.post(url(alpha.id, "imports", row.pk, "accept"),
+    response = admin_client.post(url(alpha.id, "imports", row.public_id, "accept"),
                                  {"sha256": USE_SHA}, format="json")
     assert response.status_code == 409
     assert response.json()["code"] == "hash_mismatch"
@@ -345,7 +346,8 @@ def test_accepting_with_the_wrong_hash_is_a_hash_mismatch(alpha, admin_client):
 
 def test_a_malformed_hash_is_a_validation_error(alpha, admin_client):
     row = offered(alpha.project, "AGENTS.md", USE)
-    response = admin_client.post(url(alpha.id, "imports", row.pk, "accept"), {"sha256": "abc"},
+    response = admin_client.post(url(alpha.id, "imports", row.public_id, "accept"),
+                                 {"sha256": "abc"},
                                  format="json")
     assert response.status_code == 400
     assert decisions() == []
@@ -353,7 +355,7 @@ def test_a_malformed_hash_is_a_validation_error(alpha, admin_client):
 
 def test_a_project_token_cannot_accept(alpha, api):
     row = offered(alpha.project, "AGENTS.md", SKIP)
-    response = api.post(url(alpha.id, "imports", row.pk, "accept"), {"sha256": SKIP_SHA},
+    response = api.post(url(alpha.id, "imports", row.public_id, "accept"), {"sha256": SKIP_SHA},
                         format="json")
     assert response.status_code == 403
     assert response.json()["code"] == "forbidden"
@@ -364,7 +366,7 @@ def test_a_project_token_cannot_accept(alpha, api):
 def test_another_projects_token_sees_nothing(alpha, beta, client_for):
     row = offered(alpha.project, "AGENTS.md", USE)
     other = client_for(beta.token)
-    assert other.post(url(alpha.id, "imports", row.pk, "accept"), {"sha256": USE_SHA},
+    assert other.post(url(alpha.id, "imports", row.public_id, "accept"), {"sha256": USE_SHA},
                       format="json").status_code == 404
     assert other.get(url(alpha.id, "imports")).status_code == 404
     assert other.get(url(alpha.id)).status_code == 404
@@ -373,7 +375,7 @@ def test_another_projects_token_sees_nothing(alpha, beta, client_for):
 
 def test_an_import_of_another_project_is_not_found_under_this_one(alpha, beta, admin_client):
     row = offered(beta.project, "AGENTS.md", USE)
-    response = admin_client.post(url(alpha.id, "imports", row.pk, "accept"),
+    response = admin_client.post(url(alpha.id, "imports", row.public_id, "accept"),
                                  {"sha256": USE_SHA}, format="json")
     assert response.status_code == 404
     assert decisions() == []
@@ -381,7 +383,8 @@ def test_an_import_of_another_project_is_not_found_under_this_one(alpha, beta, a
 
 def test_deciding_an_already_decided_import_is_a_conflict(alpha, admin_client):
     row = accepted(alpha.project, "AGENTS.md", USE)
-    response = admin_client.post(url(alpha.id, "imports", row.pk, "reject"), {"sha256": USE_SHA},
+    response = admin_client.post(url(alpha.id, "imports", row.public_id, "reject"),
+                                 {"sha256": USE_SHA},
                                  format="json")
     assert response.status_code == 409
     assert (response.json()["code"], response.json()["status"]) == ("conflict", "accepted")
@@ -390,7 +393,7 @@ def test_deciding_an_already_decided_import_is_a_conflict(alpha, admin_client):
 
 def test_a_decision_records_who_and_when(alpha, admin_client):
     row = offered(alpha.project, "AGENTS.md", USE)
-    body = admin_client.post(url(alpha.id, "imports", row.pk, "accept"), {"sha256": USE_SHA},
+    body = admin_client.post(url(alpha.id, "imports", row.public_id, "accept"), {"sha256": USE_SHA},
                              format="json").json()
     decision = StandardsDecision.objects.get()
     assert (decision.decided_by, decision.status) == ("admin", "accepted")
@@ -461,7 +464,7 @@ def test_two_admins_accepting_the_same_import_decide_it_once(live_db, make_proje
     from tests.django_fixtures import ADMIN_TOKEN
 
     def attempt(index: int):
-        return bearer_client(ADMIN_TOKEN).post(url(target.id, "imports", row.pk, "accept"),
+        return bearer_client(ADMIN_TOKEN).post(url(target.id, "imports", row.public_id, "accept"),
                                                {"sha256": USE_SHA}, format="json")
 
     responses = run_in_threads(attempt, 2)

@@ -442,5 +442,5 @@ def test_a_real_doctor_exits_0_then_1_without_a_traceback(live_db, make_project,
 def test_a_real_doctor_with_an_unknown_project_exits_2(live_db, memory_root):
     completed = manage(memory_root, "doctor", "--project", "nope")
     assert completed.returncode == 2
-    assert len(completed.stderr.strip().splitlines()) == 1
+    assert completed.stderr == "CommandError: no project 'nope'\n"
     assert "Traceback" not in completed.stderr

@@ -139,7 +139,8 @@ def stored(project_id: str = "alpha") -> list[tuple]:
 
 def expected(rows: list[tuple], times: list[str], first_seq: int = 1) -> list[tuple]:
     return [
-        (first_seq + index, time, category, content, source, "cli", f"ferryman:{row_id}")
+        (first_seq + index, time, category, content, source, "cli",
+         services.idempotency_key_digest(f"ferryman:{row_id}"))
         for index, ((row_id, category, content, source, _), time) in enumerate(zip(rows, times))
     ]
 
@@ -319,7 +320,8 @@ def test_an_unknown_gedweb_project_is_refused(db, bridge_db):
 
 def test_ferryman_project_with_a_mirror_is_refused(alpha, tmp_path):
     md = make_mirror(tmp_path / "MEMORY.md", ROWS)
-    refused("--project", "alpha", "--mirror", str(md), "--ferryman-project", "x")
+    message = refused("--project", "alpha", "--mirror", str(md), "--ferryman-project", "x")
+    assert message == "--ferryman-project applies to --database only"
     assert stored() == []
 
 
@@ -528,5 +530,6 @@ def test_concurrent_imports_of_one_history_land_it_once(live_db, make_project, t
     assert not [result for result in results if isinstance(result, BaseException)], results
     assert sorted(len(result.imported) for result in results) == [0, 0, 3]
     assert [e.idempotency_key for e in MemoryEntry.objects.filter(project=target.project)
-            .order_by("seq")] == [f"ferryman:{row[0]}" for row in IN_TIME_ORDER]
+            .order_by("seq")] == [services.idempotency_key_digest(f"ferryman:{row[0]}")
+                                  for row in IN_TIME_ORDER]
     assert services.memory_chain_verify(project=target.project).ok

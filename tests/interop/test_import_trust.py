@@ -155,7 +155,7 @@ def test_rejected_decisions_in_the_checkout_also_arrive_pending(alpha, tree):
 def test_a_pending_import_is_decided_by_an_operator_as_any_other(alpha, tree, admin_client):
     run(str(tree), "--project", "alpha")
     row = StandardsImport.objects.get(path="CLAUDE.md")
-    response = admin_client.post(f"/v1/projects/alpha/standards/imports/{row.pk}/reject",
+    response = admin_client.post(f"/v1/projects/alpha/standards/imports/{row.public_id}/reject",
                                  {"sha256": row.sha256}, format="json")
     assert response.status_code == 200, response.content
     assert imports(alpha.project)["CLAUDE.md"] == ("rejected", "admin")

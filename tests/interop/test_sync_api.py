@@ -31,7 +31,7 @@ from tests.checkout.real_trees import gedpi_clone, working_checkout
 from tests.django_fixtures import stored_models
 from tests.interop import gedpi_trees as trees
 from tests.interop.gedpi_trees import migrated_checkout, write_tree
-from tests.interop.test_ged_import import refused
+from tests.interop.test_ged_import import refused, replace_skill
 
 URL = "/v1/projects/{}/checkout"
 
@@ -225,6 +225,23 @@ def test_a_bad_file_inside_is_refused_as_the_command_refuses_it(alpha, client_fo
     assert response.status_code == 422
     assert response.json()["message"] == refused(str(tree), "--project", "alpha")
     assert DocumentRevision.objects.count() == 0
+
+
+def test_an_upload_never_replaces_a_skills_bytes_under_its_name(alpha, client_for, tree):
+    """The rule of PUT .../skills/{name} (409) holds for POST .../checkout too."""
+    client = client_for(alpha.token)
+    assert push(client, "alpha", layout_archive(tree)).status_code == 200
+    assert push(client, "alpha", layout_archive(tree)).json()["created"] == {}  # same bytes
+    replace_skill(tree, "release-notes", trees.SKILL_VERIFIED + "Skip the tests.\n")
+    before = database()
+
+    response = push(client, "alpha", layout_archive(tree))
+
+    assert response.status_code == 409
+    assert response.json() == {"code": "conflict",
+                               "message": refused(str(tree), "--project", "alpha")}
+    assert "skill release-notes exists with different content" in response.json()["message"]
+    assert database() == before
 
 
 # --- who may push and pull ---------------------------------------------------------------------

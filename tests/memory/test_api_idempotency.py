@@ -10,6 +10,7 @@ from django.db import connection, connections, transaction
 
 from memory import checkpoints, services
 from memory.models import MemoryEntry, Project
+from memory.services import idempotency_key_digest as digest
 from tests.django_fixtures import postgres_only, run_in_threads
 
 BODY = {"category": "decision", "content": "use postgres", "source": "agent"}
@@ -48,7 +49,7 @@ def test_the_first_request_is_not_marked_as_a_replay(alpha, client):
     assert response.status_code == 201
     assert "Idempotent-Replayed" not in response
     entry = MemoryEntry.objects.get()
-    assert entry.idempotency_key == KEY
+    assert entry.idempotency_key == digest(KEY)
     assert str(entry.uuid) == response.json()["id"]
 
 
@@ -170,7 +171,7 @@ def test_it_accepts_any_printable_ascii_key_up_to_255(alpha, client, key):
     response = post(client, alpha.id, key=key)
 
     assert response.status_code == 201
-    assert MemoryEntry.objects.get().idempotency_key == key
+    assert MemoryEntry.objects.get().idempotency_key == digest(key)
 
 
 @pytest.mark.parametrize(
@@ -244,7 +245,7 @@ def test_the_same_key_and_body_from_another_token_is_a_new_entry_of_its_own(alph
     assert other.json()["id"] != first.json()["id"]
     assert other.json()["author"] == "second-agent"
     assert sorted(MemoryEntry.objects.values_list("author", "idempotency_key")) == [
-        ("default", KEY), ("second-agent", KEY)]
+        ("default", digest(KEY)), ("second-agent", digest(KEY))]
 
 
 def test_another_tokens_key_with_another_body_is_not_a_reuse(alpha, client, second):
@@ -293,13 +294,15 @@ def test_a_token_with_a_reissued_name_does_not_inherit_the_old_tokens_keys(alpha
 
 
 def legacy_keyed_entry(alpha, author: str) -> MemoryEntry:
-    """An entry as memory 0011 found it: keyed per project, with no scope."""
+    """An entry as memory 0011 found it: keyed per project, with no scope (its key
+    digested, as memory 0021 leaves it)."""
     from django.utils import timezone
 
     from gedweb.lib.chain import GENESIS_HASH, entry_hash
 
     entry = MemoryEntry(project=alpha.project, seq=1, author=author, created_at=timezone.now(),
-                        prev_hash=GENESIS_HASH, idempotency_key=KEY, idempotency_scope=None,
+                        prev_hash=GENESIS_HASH, idempotency_key=digest(KEY),
+                        idempotency_scope=None,
                         request_hash=services.request_fingerprint(BODY), **BODY)
     entry.hash = entry_hash(entry.prev_hash, entry.chained_fields())
     checkpoints.seal(entry)  # memory 0023 signed every entry it found
@@ -427,3 +430,65 @@ def test_a_key_still_in_flight_is_refused_at_once(live_db, make_project, client_
     replay = post(client_for(target.token), target.id)
     assert replay.status_code == 201
     assert replay["Idempotent-Replayed"] == "true"
+
+
+# --- only the key's digest is stored (issue 34 §10) ------------------------------------------
+
+SECRET_LIKE_KEY = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+
+
+def test_no_row_holds_the_key_itself(alpha, client):
+    appended = post(client, alpha.id, key=SECRET_LIKE_KEY)
+    proposed = client.post(f"/v1/projects/{alpha.id}/memory/candidates", BODY, format="json",
+                           HTTP_IDEMPOTENCY_KEY=SECRET_LIKE_KEY)
+    assert appended.status_code == proposed.status_code == 201
+
+    from memory.models import MemoryCandidate
+
+    rows = [*MemoryEntry.objects.values(), *MemoryCandidate.objects.values()]
+    assert rows and all(SECRET_LIKE_KEY not in str(row) for row in rows)
+    assert [row["idempotency_key"] for row in rows] == [digest(SECRET_LIKE_KEY)] * 2
+    # The digest still tells a replay: same key and body, same entry.
+    again = post(client, alpha.id, key=SECRET_LIKE_KEY)
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == appended.json()["id"]
+
+
+def test_migration_0021_digests_stored_keys_and_a_retry_still_replays(live_db, alpha, client):
+    """Rows keyed before 0021 hold the key as sent; after it, their digest, and a retry
+    that began before the upgrade is answered with the row it stored."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    from memory.models import MemoryCandidate
+
+    appended = post(client, alpha.id).json()
+    proposed = client.post(f"/v1/projects/{alpha.id}/memory/candidates", BODY, format="json",
+                           HTTP_IDEMPOTENCY_KEY=KEY).json()
+    executor = MigrationExecutor(connection)
+    executor.migrate([("memory", "0020_candidate_withdrawn")])
+    # As 0020 left them: the key itself. The entry's UPDATE trigger is lifted for the
+    # test's own rewrite, with 0021's statements, and made again by the migration.
+    migration = __import__("importlib").import_module(
+        "memory.migrations.0021_idempotency_key_digest")
+    with connection.cursor() as cursor:
+        for statement in migration.DROP[connection.vendor]:
+            cursor.execute(statement)
+        cursor.execute("UPDATE memory_memoryentry SET idempotency_key = %s", [KEY])
+        for statement in migration.CREATE[connection.vendor]:
+            cursor.execute(statement)
+        cursor.execute("UPDATE memory_memorycandidate SET idempotency_key = %s", [KEY])
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    stored = digest(KEY)
+    assert list(MemoryEntry.objects.values_list("idempotency_key", flat=True)) == [stored]
+    assert list(MemoryCandidate.objects.values_list("idempotency_key", flat=True)) == [stored]
+    again = post(client, alpha.id)
+    assert (again["Idempotent-Replayed"], again.json()["id"]) == ("true", appended["id"])
+    proposed_again = client.post(f"/v1/projects/{alpha.id}/memory/candidates", BODY,
+                                 format="json", HTTP_IDEMPOTENCY_KEY=KEY)
+    assert proposed_again.json()["id"] == proposed["id"]
+    assert services.memory_chain_verify(project=alpha.project).ok
+    with pytest.raises(Exception, match="append-only"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE memory_memoryentry SET idempotency_key = 'x'")

@@ -289,3 +289,25 @@ def test_it_refuses_the_admin_token_as_a_project_token(admin_client):
     assert response.status_code == 400
     assert "token" in response.json()["fields"]
     assert not Project.objects.filter(pk="sneaky").exists()
+
+
+def test_it_refuses_the_memory_write_token_as_a_project_token(admin_client, memory_write_token,
+                                                              alpha):
+    """A project token equal to the memory write token would carry both rights in one secret
+    (issue 34 §11): refused on create and on a new token, with the reason, nothing stored."""
+    from django.core.exceptions import ValidationError
+
+    from memory import services
+
+    response = admin_client.post(
+        "/v1/projects", {"id": "sneaky", "name": "Sneaky", "token": memory_write_token},
+        format="json")
+    assert response.status_code == 400
+    assert response.json()["fields"] == {
+        "token": ["must differ from the server's admin and memory tokens"]}
+    assert not Project.objects.filter(pk="sneaky").exists()
+    with pytest.raises(ValidationError) as raised:
+        services.project_token_create(project=alpha.project, name="ci", token=memory_write_token)
+    assert raised.value.message_dict == {
+        "token": ["must differ from the server's admin and memory tokens"]}
+    assert not ProjectToken.objects.filter(token_hash=hash_token(memory_write_token)).exists()

@@ -18,6 +18,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from memory import quotas, services
 from memory.models import MemoryCandidate, MemoryEntry, Project, ProjectQuota
+from memory.services import idempotency_key_digest as digest
 from tests.django_fixtures import ADMIN_TOKEN, postgres_only, run_in_threads
 
 BODY = {"category": "decision", "content": "cache the context bundle", "source": "agent"}
@@ -75,7 +76,7 @@ def test_a_keyed_proposal_stores_its_key_in_the_tokens_scope(alpha, client):
     assert "Idempotent-Replayed" not in response
     stored = MemoryCandidate.objects.get()
     assert str(stored.uuid) == response.json()["id"]
-    assert stored.idempotency_key == KEY
+    assert stored.idempotency_key == digest(KEY)
     assert stored.idempotency_scope == f"token:{alpha.project.tokens.get().pk}"
     assert stored.request_hash == services.request_fingerprint(BODY)
 
@@ -203,7 +204,7 @@ def test_the_same_key_and_body_from_another_token_is_a_candidate_of_its_own(alph
     assert other.json()["id"] != first.json()["id"]
     assert other.json()["author"] == "second-agent"
     assert sorted(MemoryCandidate.objects.values_list("author", "idempotency_key")) == [
-        ("default", KEY), ("second-agent", KEY)]
+        ("default", digest(KEY)), ("second-agent", digest(KEY))]
 
 
 def test_another_tokens_key_with_another_body_is_not_a_reuse(alpha, client, second):
@@ -304,7 +305,7 @@ def test_it_accepts_any_printable_ascii_key_up_to_255(alpha, client, key):
     response = propose(client, alpha.id, key=key)
 
     assert response.status_code == 201
-    assert MemoryCandidate.objects.get().idempotency_key == key
+    assert MemoryCandidate.objects.get().idempotency_key == digest(key)
 
 
 @pytest.mark.parametrize(
@@ -405,7 +406,7 @@ def test_a_keyed_candidate_is_approved_and_rejected_as_any_other(alpha, client, 
 
     assert approved.status_code == rejected.status_code == 200
     assert dict(MemoryCandidate.objects.values_list("idempotency_key", "status")) == {
-        KEY: "approved", "other": "rejected"}
+        digest(KEY): "approved", digest("other"): "rejected"}
     assert MemoryEntry.objects.get().content == BODY["content"]
 
 

@@ -438,7 +438,7 @@ def seed_every_kind(target: Any) -> None:
     services.memory_entry_create(project=p, author="t", category="note", content="Zürich 東京")
     candidate = services.candidate_create(project=p, author="t", category="note",
                                           content="proposed")
-    services.candidate_approve(project=p, candidate=candidate, by="t")
+    services.candidate_approve(project=p, candidate=candidate, by="user:olga")
     documents.document_put(project=p, path="PROJECT.md", author="t", content=document_text(1))
     standards.standards_import_submit(project=p, path="AGENTS.md", content="# R\n\nKind.\n",
                                       author="t")

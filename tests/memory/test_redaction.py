@@ -257,8 +257,12 @@ def test_a_change_behind_gedwebs_back_after_a_redaction_is_found(chain, change, 
     cli = local_verify(_api_entries(project.pk, chain["token"]))
     assert (cli["ok"], cli["first_bad_seq"]) == (False, bad_seq)
     out = io.StringIO()
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError) as raised:
         call_command("memory", "verify", "--project", project.pk, stdout=out)
+    assert str(raised.value).startswith(
+        f"memory of {project.pk} fails verification at seq {bad_seq}: hash chain breaks at "
+        f"seq {bad_seq} (of 4 entries): ")
+    assert diagnosis in str(raised.value)
 
 
 def test_a_format_2_content_change_without_any_record_is_found(chain):

@@ -24,6 +24,7 @@ HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 BODYLESS_POSTS = {
     "/v1/projects/{project_id}/memory/candidates/{candidate_id}/approve",
     "/v1/projects/{project_id}/memory/candidates/{candidate_id}/reject",
+    "/v1/projects/{project_id}/memory/candidates/{candidate_id}/withdraw",
 }
 
 

@@ -123,8 +123,10 @@ def test_a_checkpoint_integrity_failure_stops_before_the_v3_migration(tmp_path):
     write_tree(outside, {"checkpoints.json": legacy_checkpoint()})
     (root / ".ged/runtime/root").mkdir(parents=True)
     (root / ".ged/runtime/root/checkpoints.json").symlink_to(outside / "checkpoints.json")
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError) as raised:
         run(str(root))
+    assert str(raised.value) == ("unsafe-layout: Read source traverses a symbolic link: "
+                                 ".ged/runtime/root/checkpoints.json")
     assert not (root / v3.RUNTIME).exists()
     assert not (root / "CONTEXT.md").exists()
 

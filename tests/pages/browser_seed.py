@@ -42,7 +42,7 @@ def _store_corpus(seeded: Any) -> list[str]:
     return [
         f"/p/{p}/", f"/p/{p}/memory/?category=xss", f"/p/{p}/memory/?q=xss", f"/p/{p}/mirror/",
         f"/p/{p}/documents/adr/0099-xss.md", f"/p/{p}/work/{work.work_id}/",
-        f"/p/{p}/standards/{row.pk}", f"/p/{p}/standards/",
+        f"/p/{p}/standards/{row.public_id}", f"/p/{p}/standards/",
     ] + [f"/p/{p}/memory/{seq}" for seq in range(first.seq, first.seq + len(PAYLOADS))]
 
 

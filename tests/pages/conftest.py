@@ -74,7 +74,7 @@ def project_urls(seeded: Seeded) -> list[str]:
         f"/p/{p}/work/{work.work_id}/",
         f"/p/{p}/work/{work.work_id}/revisions/1",
         f"/p/{p}/standards/",
-        f"/p/{p}/standards/{accepted.pk}",
+        f"/p/{p}/standards/{accepted.public_id}",
         f"/p/{p}/skills/",
         f"/p/{p}/skills/fix-flaky-test",
         f"/p/{p}/compare/adr/0001-orders-on-postgresql.md?from=1&to=2",

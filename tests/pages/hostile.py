@@ -84,7 +84,7 @@ def seed() -> dict[str, Any]:
         f"/p/{p}/documents/reports/hostile-layout.md",
         f"/p/{p}/documents/adr/0001-orders-on-postgresql.md?revision=1",
         f"/p/{p}/work/", f"/p/{p}/work/{work.work_id}/", f"/p/{p}/work/{work.work_id}/revisions/1",
-        f"/p/{p}/standards/", f"/p/{p}/standards/{accepted.pk}", f"/p/{p}/skills/",
+        f"/p/{p}/standards/", f"/p/{p}/standards/{accepted.public_id}", f"/p/{p}/skills/",
         f"/p/{p}/skills/fix-flaky-test", f"/p/{p}/skills/long-{'s' * 50}", f"/p/{p}/context/",
         f"/p/{p}/review/", f"/p/{p}/review/?status=resolved",
         f"/p/{p}/compare/adr/0002-hostile.md?from=1&to=2", f"/p/{p}/context/{delivery}",

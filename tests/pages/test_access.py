@@ -97,7 +97,7 @@ def test_objects_of_another_project_are_404_under_my_project(site):
     for url in (
         f"/p/alpha/memory/{beta.correction.uuid}",
         f"/p/alpha/work/{beta.work.work_id}/",
-        f"/p/alpha/standards/{beta.extra['accepted'].pk}",
+        f"/p/alpha/standards/{beta.extra['accepted'].public_id}",
     ):
         assert client.get(url).status_code == 404, url
 

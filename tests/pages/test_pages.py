@@ -249,7 +249,7 @@ def test_standards_show_approval_state_and_pending_renewals(site, vera):
 
 def test_a_standards_import_shows_its_exact_bytes(site, vera):
     row = site.alpha.extra["renewal"]
-    body = vera.get(f"/p/alpha/standards/{row.pk}").content.decode()
+    body = vera.get(f"/p/alpha/standards/{row.public_id}").content.decode()
     assert "Run `make test` and `make lint` before every commit." in body
     assert row.sha256 in body
 

@@ -164,3 +164,23 @@ def test_the_queue_pages_by_keyset_and_lists_resolved_ones_apart(site):
     assert client.get("/p/alpha/review/?before=x").status_code == 404
     unknown = client.get("/p/alpha/review/?status=bogus").content.decode()
     assert unknown.count('class="entry candidate pending"') == 50  # an unknown view: pending
+
+
+def test_an_operator_cannot_decide_what_they_proposed(site):
+    """The review gate's four-eyes rule on the pages: the reason in place of the buttons,
+    and a forged POST refused with it, nothing changed (memory.services.candidate_refusal)."""
+    own = services.candidate_create(project=site.alpha.project, author="user:otto",
+                                    category="idea", content="my own idea")
+    client = login(site.operator)
+    body = client.get("/p/alpha/review/").content.decode()
+    assert "user:otto proposed this candidate and may not approve it" in body
+    assert f'action="/p/alpha/review/{own.uuid}/approve"' not in body
+    before = _state(own)
+    for action in ("approve", "reject"):
+        response = client.post(f"/p/alpha/review/{own.uuid}/{action}", follow=True)
+        assert (f"Nothing changed: user:otto proposed this candidate and may not {action} it"
+                in response.content.decode())
+    assert _state(own) == before == ("pending", before[1])
+    # Another operator decides it.
+    assert login(site.root).post(f"/p/alpha/review/{own.uuid}/approve").status_code == 303
+    assert _state(own)[0] == "approved"

@@ -83,6 +83,7 @@ ADMIN_CREATE = (401, 401, 401, 403, 403, 403, 201)
 DECIDE = (401, 401, 401, 404, 403, 403, 200)
 MEMORY_APPEND = (401, 401, 401, 404, 403, 201, 403)
 MEMORY_DECIDE = (401, 401, 401, 404, 403, 200, 403)
+WITHDRAW = (401, 401, 401, 404, 200, 200, 403)
 
 
 def write(status: int) -> tuple[int, ...]:
@@ -160,6 +161,10 @@ API: list[Row] = [
     Row("POST", f"{P}/memory/candidates/<uuid_text:candidate_id>/reject", MEMORY_DECIDE,
         "memory write; 403 memory_write_forbidden",
         "/v1/projects/{p}/memory/candidates/{candidate}/reject", None, rw(CANDIDATE), MW),
+    Row("POST", f"{P}/memory/candidates/<uuid_text:candidate_id>/withdraw", WITHDRAW,
+        "its proposer only (here A's token proposed it); 403 review_forbidden",
+        "/v1/projects/{p}/memory/candidates/{own_candidate}/withdraw", None, rw(CANDIDATE),
+        "review_forbidden"),
     # --- documents ------------------------------------------------
     Row("GET", f"{P}/documents", READ, "", "/v1/projects/{p}/documents"),
     Row("GET", f"{P}/documents.zip", READ, "every revision, zip", "/v1/projects/{p}/documents.zip"),
@@ -239,13 +244,13 @@ API: list[Row] = [
     Row("POST", f"{P}/standards/imports", write(201), "offer a file for approval",
         "/v1/projects/{p}/standards/imports", "standards_import",
         rw("governance.StandardsImport", LEDGER, QUOTA)),
-    Row("GET", f"{P}/standards/imports/<number:import_id>", READ, "",
+    Row("GET", f"{P}/standards/imports/<standards_import:import_id>", READ, "",
         "/v1/projects/{p}/standards/imports/{pending_import}"),
-    Row("POST", f"{P}/standards/imports/<number:import_id>/accept", DECIDE,
+    Row("POST", f"{P}/standards/imports/<standards_import:import_id>/accept", DECIDE,
         "admin decides; 403 forbidden",
         "/v1/projects/{p}/standards/imports/{pending_import}/accept", "decide",
         rw("governance.StandardsDecision", LEDGER)),
-    Row("POST", f"{P}/standards/imports/<number:import_id>/reject", DECIDE,
+    Row("POST", f"{P}/standards/imports/<standards_import:import_id>/reject", DECIDE,
         "admin decides; 403 forbidden",
         "/v1/projects/{p}/standards/imports/{pending_import}/reject", "decide",
         rw("governance.StandardsDecision", LEDGER)),
@@ -348,7 +353,7 @@ PAGES: list[PageRow] = [
             ("/p/{p}/work/{work}/revisions/1",)),
     PageRow("GET", f"{PP}standards/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/standards/",)),
     PageRow("GET", f"{PP}STANDARDS.md", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/STANDARDS.md",)),
-    PageRow("GET", f"{PP}standards/<number:import_id>", PROJECT_PAGE, LOGIN_NOTE,
+    PageRow("GET", f"{PP}standards/<standards_import:import_id>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/standards/{accepted_import}",)),
     PageRow("GET", f"{PP}skills/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/skills/",)),
     PageRow("GET", f"{PP}skills/<text:name>", PROJECT_PAGE, LOGIN_NOTE,
@@ -526,6 +531,9 @@ def build_world() -> World:
     # A: what the rows act on.
     candidate_a = services.candidate_create(project=pa, author="agent", category="idea",
                                             content="cache the context bundle")
+    # Proposed by A's project token itself: the one candidate it may withdraw.
+    own_candidate_a = services.candidate_create(project=pa, author=services.DEFAULT_TOKEN_NAME,
+                                                category="idea", content="my own idea")
     gs.task_artifact_write(work=a.work, task_id="t1", name="BRIEF.md", content="# Brief\n",
                            author="agent")
     gs.active_work_select(project=pa, session_id="sess-a", work=a.work, operation="open",
@@ -534,10 +542,11 @@ def build_world() -> World:
                 content="# Handoff\n\nNext: the checkout page.\n")
     ids: dict[str, Any] = {
         "p": "alpha", "seq": a.correction.seq, "uuid": a.correction.uuid,
-        "candidate": candidate_a.uuid, "work": a.work.work_id,
+        "candidate": candidate_a.uuid, "own_candidate": own_candidate_a.uuid,
+        "work": a.work.work_id,
         "rev_work": gs.latest_revision(a.work).revision,
-        "pending_import": a.extra["claude"].pk, "pending_sha256": a.extra["claude"].sha256,
-        "accepted_import": a.extra["accepted"].pk, "session": "sess-a",
+        "pending_import": a.extra["claude"].public_id, "pending_sha256": a.extra["claude"].sha256,
+        "accepted_import": a.extra["accepted"].public_id, "session": "sess-a",
         "delivery": ContextDelivery.objects.filter(project=pa).order_by("id")[0].pk,
         **_governed(pa, "a", "alpha"),
     }
@@ -574,10 +583,11 @@ def build_world() -> World:
         .values_list("seq", flat=True).first(),
         "entry_uuids": [str(u) for u in MemoryEntry.objects.filter(project=pb)
                         .values_list("uuid", flat=True)],
-        "candidate": candidate_b.uuid, "work": axolotl.work_id,
+        "candidate": candidate_b.uuid, "own_candidate": candidate_b.uuid,
+        "work": axolotl.work_id,
         "works": list(WorkItem.objects.filter(project=pb).values_list("work_id", flat=True)),
-        "pending_import": okapi.pk, "pending_sha256": okapi.sha256,
-        "accepted_import": b.extra["accepted"].pk, "session": "sess-b",
+        "pending_import": okapi.public_id, "pending_sha256": okapi.sha256,
+        "accepted_import": b.extra["accepted"].public_id, "session": "sess-b",
         "document": "adr/0002-wombat.md", "skill": "narwhal-skill",
         **_governed(pb, "b", "axolotl"),
     }

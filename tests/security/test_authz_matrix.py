@@ -154,6 +154,8 @@ def test_api_cell(world: m.World, db: None, memory_write_token: str, row: m.Row,
     response = call(row, world, credentials(world, principal))
     assert_status(response, row.status(principal), row)
     assert_writes(before, response, row)
+    # Answers carry memory and instructions: no cache keeps one, nor a refusal.
+    assert response["Cache-Control"] == "no-store"
 
 
 @pytest.mark.parametrize(

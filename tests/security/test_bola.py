@@ -96,7 +96,7 @@ def foreign_and_missing(world: m.World) -> list[tuple[str, str, str, str, Any]]:
          f"{p}/documents/adr/0002-none.md/revisions", None),
         ("skill", "GET", f"{p}/skills/{b['skill']}", f"{p}/skills/no-such-skill", None),
         ("standards import", "GET", f"{p}/standards/imports/{b['pending_import']}",
-         f"{p}/standards/imports/999999", None),
+         f"{p}/standards/imports/si_{'A' * 22}", None),
         ("active work get", "GET", f"{p}/sessions/{b['session']}/active-work",
          f"{p}/sessions/sess-none/active-work", None),
         ("active work delete", "DELETE", f"{p}/sessions/{b['session']}/active-work",
@@ -210,7 +210,8 @@ def test_the_admin_decides_only_imports_of_the_project_in_the_path(world, api):
         foreign = api("admin", "POST",
                       f"/v1/projects/alpha/standards/imports/{b['pending_import']}/{action}",
                       {"sha256": b["pending_sha256"]})
-        missing = api("admin", "POST", f"/v1/projects/alpha/standards/imports/999999/{action}",
+        absent = "si_" + "A" * 22
+        missing = api("admin", "POST", f"/v1/projects/alpha/standards/imports/{absent}/{action}",
                       {"sha256": b["pending_sha256"]})
         assert foreign.status_code == missing.status_code == 404
         assert foreign.json() == missing.json()
@@ -334,7 +335,7 @@ def test_bs_objects_under_as_pages_answer_like_missing_ones(world, db, principal
         (f"{p}/documents/{b['document']}", f"{p}/documents/adr/0002-none.md"),
         (f"{p}/work/{b['work']}/", f"{p}/work/{missing_work_id(b['work'])}/"),
         (f"{p}/work/{b['work']}/revisions/0", f"{p}/work/{missing_work_id(b['work'])}/revisions/0"),
-        (f"{p}/standards/{b['pending_import']}", f"{p}/standards/999999"),
+        (f"{p}/standards/{b['pending_import']}", f"{p}/standards/si_{'A' * 22}"),
         (f"{p}/skills/{b['skill']}", f"{p}/skills/no-such-skill"),
     ]
     client = Client()

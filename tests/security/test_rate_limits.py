@@ -165,6 +165,21 @@ def test_a_refused_write_stores_nothing_and_reads_go_on(alpha, settings, counter
                       format="json").status_code == 429
 
 
+def test_a_delete_counts_as_a_write(alpha, settings, counters):
+    """DELETE .../active-work spends the write rate like a POST (issue 34 §11)."""
+    limits(settings, requests=Rate(100, 3600), writes=Rate(1, 3600))
+    wait_for_a_fresh_window(3600, 30)
+    client = bearer_client(alpha.token)
+    url = "/v1/projects/alpha/sessions/s1/active-work"
+
+    first = client.delete(url)
+    second = client.delete(url)
+
+    assert first.status_code != 429, first.content
+    assert_rate_limited(second, "1 write per hour", 3600)
+    assert client.get("/v1/projects/alpha/memory").status_code == 200  # reads go on
+
+
 def test_the_rate_is_checked_before_the_body_is_read(alpha, settings, counters):
     limits(settings, writes=Rate(1, 3600))
     wait_for_a_fresh_window(3600, 30)

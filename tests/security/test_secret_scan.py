@@ -488,7 +488,7 @@ def test_memory_scan_reads_governance_tables_too(alpha, settings):
     gov_services.work_file_write(work=work, name="DIRECT.md", content=f"x {later}", author="cli")
     settings.MEMORY_WRITE_TOKEN = later
     out = StringIO()
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError, match=r"^1 stored secret\(s\) not allowed"):
         call_command("memory", "scan", stdout=out)
     (hit, summary) = [json.loads(line) for line in out.getvalue().splitlines()]
     assert (hit["source"], hit["name"], hit["version"], hit["kind"]) == (

@@ -355,7 +355,8 @@ def test_the_standards_state_lists_a_forged_approval_as_left_out_with_its_reason
     state = client_for(alpha.token).get("/v1/projects/alpha/standards/state").json()
     assert state["served"] == [] and state["standards_hash"] is None
     assert [(item["id"], item["path"], item["reason"]) for item in state["left_out"]] == [
-        (row.pk, "AGENTS.md", f"governance_standardsdecision row {decision_id} has no ledger "
+        (row.public_id, "AGENTS.md", f"governance_standardsdecision row {decision_id} has no "
+         "ledger "
          "record: it was inserted without going through GedWeb")]
     assert [(s["path"], s["state"]) for s in state["sources"]] == [("AGENTS.md", "left-out")]
 
@@ -379,5 +380,6 @@ def test_the_standards_page_shows_a_forged_approval_as_left_out(alpha, django_us
     client.force_login(user)
     page = client.get("/p/alpha/standards/").content.decode()
     assert "Approvals left out" in page
-    assert f"<code>AGENTS.md</code> (import {row.pk}): governance_standardsdecision row" in page
+    assert (f"<code>AGENTS.md</code> (import {row.public_id}): governance_standardsdecision row"
+            in page)
     assert "nothing accepted yet" in page

@@ -137,7 +137,9 @@ def copy_row(table: str, row_id: int) -> int:
                      else ("'evidence-copy'" if name == "evidence_id" else name))
                     for name in columns]
         if table == "governance_standardsimport":
-            selected = [("'CLAUDE.md'" if name == "path" else name) for name in selected]
+            selected = [("'CLAUDE.md'" if name == "path" else
+                         "'si_' || substr(public_id, 4, 17) || 'copy1'" if name == "public_id"
+                         else name) for name in selected]
         cursor.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT "
                        f"{', '.join(selected)} FROM {table} WHERE id = %s", [row_id])
         cursor.execute(f"SELECT max(id) FROM {table}")

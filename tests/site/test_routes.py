@@ -25,6 +25,7 @@ SAMPLES = {
     "ref": "7",
     "uuid_text": "0b7e2f4c-9f1e-4c1e-8a52-3d8f6a1b2c3d",
     "number": "3",
+    "standards_import": "si_" + "Ab3-_" * 4 + "xy",
     "task": "T-1",
     "filename": "plan.md",
     "text": "name",
