@@ -425,7 +425,9 @@ def test_work_list_and_get(gedweb_server: LiveServer) -> None:
     assert first["next_cursor"] == opened[0]["work_id"]
 
     detail = shop.json("work", "get", opened[1]["work_id"], "--project", shop.id)
-    assert detail == opened[1]
+    # The read says which governance records a checkout brought (none here).
+    assert detail == {**opened[1], "provenance": {
+        "approvals": [], "evidence": [], "lifecycle": None, "lifecycle_transitions": []}}
     text = shop.ok("work", "get", opened[1]["work_id"], "--project", shop.id, "--format", "text")
     assert text.startswith(f"{opened[1]['work_id']} ")
     assert text.endswith(" direct-change active Tidy the footer\n")
