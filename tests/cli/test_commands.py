@@ -575,7 +575,8 @@ def test_no_error_of_the_new_commands_repeats_a_token(gedweb_server: LiveServer)
         "'json', 'text')",
         "gedweb: error: --limit 0 with --all: a page size must be at least 1",
         "gedweb: error: argument COMMAND: invalid choice: '[secret]' (choose from 'memory', "
-        "'candidates', 'documents', 'work', 'context', 'standards', 'mcp', 'push', 'pull')",
+        "'candidates', 'documents', 'work', 'context', 'standards', 'mcp', 'init', 'hook', "
+        "'push', 'pull')",
     ]
     for (argv, env, exit_code), reason in zip(cases, reasons, strict=True):
         result = run_cli(*argv, env=env)
