@@ -176,6 +176,15 @@ class Lock:
         }
         if not safefs.publish_exclusive(self.root, self.rel, dump_json(owner)):
             raise MigrationError("Ged durable-memory migration lock token collided.")
+        # Locks are ordered by mtime (acquire). The file's mtime is when its
+        # temporary file was written, before the link made it visible, so a
+        # process that wrote first but linked last could sort first after the
+        # other had already checked and gone ahead: both ran (seen once under
+        # load). Stamped now, after the link and before this process's first
+        # check, a lock visible too late to stop a holder always sorts after it.
+        now = time.time_ns()
+        os.utime(safefs.check(self.root, self.rel, WRITE), ns=(now, now),
+                 follow_symlinks=False)
 
     def release(self) -> None:
         try:
