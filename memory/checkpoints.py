@@ -420,7 +420,7 @@ class UnsignedEntry(Exception):
     """A checkpoint would vouch for an entry that fails its MAC: none is taken."""
 
 
-def _refuse_over_forged(project_id: str, seq: int, head_hash: str) -> None:
+def _refuse_over_forged(project_id: str, seq: int) -> None:
     """Raise UnsignedEntry unless every entry since the newest checkpoint carries its MAC.
 
     A checkpoint vouches for the chain up to its head; the ones before it
@@ -445,7 +445,7 @@ def take(project_id: str, seq: int, head_hash: str) -> Checkpoint | None:
     Raises UnsignedEntry, and records nothing, when an entry since the
     newest checkpoint fails its MAC: a checkpoint never signs over a forgery.
     """
-    _refuse_over_forged(project_id, seq, head_hash)
+    _refuse_over_forged(project_id, seq)
     created_at = timezone.now()
     text = format_timestamp(created_at)
     mac = checkpoint_mac(project_id, seq, head_hash, text)
