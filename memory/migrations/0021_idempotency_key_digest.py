@@ -11,21 +11,10 @@ of the chain's hash changes.
 """
 
 import hashlib
-import importlib
 
 from django.db import migrations
 
-_0014 = importlib.import_module("memory.migrations.0014_redaction")
-
-DROP = {
-    "sqlite": ["DROP TRIGGER IF EXISTS memory_entry_refuse_update"],
-    "postgresql": ["DROP TRIGGER IF EXISTS memory_entry_append_only ON memory_memoryentry"],
-}
-CREATE = {
-    "sqlite": [_0014.SQLITE_FORWARD[1]],
-    "postgresql": [_0014.POSTGRES_FORWARD[2]],
-}
-
+from memory.migrations._entry_updates import entry_updates_allowed
 
 def digest(key: str) -> str:
     # This migration's own copy of the rule, as a migration keeps what it did.
@@ -40,13 +29,9 @@ def _digest_keys(model) -> None:
 
 
 def forward(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
     _digest_keys(apps.get_model("memory", "MemoryCandidate"))
-    for statement in DROP.get(vendor, []):
-        schema_editor.execute(statement, params=None)
-    _digest_keys(apps.get_model("memory", "MemoryEntry"))
-    for statement in CREATE.get(vendor, []):
-        schema_editor.execute(statement, params=None)
+    with entry_updates_allowed(schema_editor):
+        _digest_keys(apps.get_model("memory", "MemoryEntry"))
 
 
 class Migration(migrations.Migration):

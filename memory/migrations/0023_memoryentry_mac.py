@@ -11,8 +11,9 @@ the migration vouches for the chain as it finds it, so run `memory verify`
 before upgrading (the checkpoints show a rewrite made before it).
 
 Signing them is an UPDATE of rows the triggers keep append-only: the
-triggers step aside for it, inside the migration's transaction, as the
-tables' owner. Then the SQLite rule that lets a redaction through (memory
+UPDATE trigger steps aside for it (memory.migrations._entry_updates,
+as memory 0021 does), inside the migration's transaction, as the tables'
+owner. Then the SQLite rule that lets a redaction through (memory
 0014) learns the two new columns: a redaction may change an entry's content
 and nothing else, its MAC included. PostgreSQL's rule compares every column
 but the content already.
@@ -23,6 +24,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import migrations, models
+
+from memory.migrations._entry_updates import entry_updates_allowed
 
 _REDACTION = importlib.import_module("memory.migrations.0014_redaction")
 
@@ -52,14 +55,8 @@ _BATCH = 5_000
 def sign_existing_entries(apps: Any, schema_editor: Any) -> None:
     from memory.checkpoints import entry_mac, key_id
 
-    connection = schema_editor.connection
     signer = key_id(settings.SIGNING_KEY)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("ALTER TABLE memory_memoryentry DISABLE TRIGGER "
-                           "memory_entry_append_only")
-        else:
-            cursor.execute("DROP TRIGGER IF EXISTS memory_entry_refuse_update")
+    with entry_updates_allowed(schema_editor), schema_editor.connection.cursor() as cursor:
         last = 0
         while True:
             cursor.execute(
@@ -73,10 +70,7 @@ def sign_existing_entries(apps: Any, schema_editor: Any) -> None:
                 [(entry_mac(project_id, seq, entry_hash, settings.SIGNING_KEY), signer, pk)
                  for pk, project_id, seq, entry_hash in rows])
             last = rows[-1][0]
-        if connection.vendor == "postgresql":
-            cursor.execute("ALTER TABLE memory_memoryentry ENABLE TRIGGER "
-                           "memory_entry_append_only")
-    # SQLite's UPDATE trigger comes back, with the new columns, below.
+    # SQLite's UPDATE rule is then made again with the new columns, below.
 
 
 def _sqlite(statements: list[str]) -> Any:
