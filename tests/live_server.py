@@ -201,8 +201,10 @@ class LiveGunicorn(ServerProcess):
 
     def __init__(self, tmp: Path, engine: str | None = None, **extra_env: str) -> None:
         self.tmp = tmp
-        self.admin_token = secrets.token_urlsafe(32)
-        self.memory_token = secrets.token_urlsafe(32)
+        # Never starting with "-": the tests pass them as `--memory-token VALUE`,
+        # which argparse would read as an option (1 run in 64 failed so).
+        self.admin_token = "admin-" + secrets.token_urlsafe(32)
+        self.memory_token = "memory-" + secrets.token_urlsafe(32)
         self.engine = engine or suite_engine()
         if self.engine == "postgresql":
             self.pg_name, self.database_url = fresh_postgres_url("gedweb_live")
