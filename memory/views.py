@@ -288,6 +288,7 @@ def author_entries(request: HttpRequest, project_id: str, author: str) -> HttpRe
         "page": page,
         "filters": {},
         "snippet_chars": SNIPPET_CHARS,
+        "query": "",
     })
 
 
