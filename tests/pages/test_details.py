@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from tests.browser import require_browser
-from tests.pages.test_layout import WIDTHS, browser, logged_in, site  # noqa: F401 (fixtures)
+from tests.pages import test_layout as layout
+from tests.pages.test_layout import WIDTHS, logged_in
+
+# The layout tests' fixtures: their hostile site and browser, one of each for this module.
+site = layout.site
+browser = layout.browser
 
 pytestmark = [pytest.mark.live_server, pytest.mark.browser, pytest.mark.slow]
 
@@ -153,10 +158,12 @@ def test_the_charts_fit_and_read_on_any_screen(browser: Any, site: Any, width: i
         const svg = f.querySelector('svg'), legend = f.querySelector('.legend li');
         const words = [...f.querySelectorAll('figcaption, .legend li, .axis span')];
         return {id: f.id, svg: svg ? svg.getBoundingClientRect().width : null,
-                right: Math.max(...[...f.querySelectorAll('*')].filter(e => !e.closest('details:not([open]) > :not(summary)'))
-                       .map(e => e.getBoundingClientRect().right)),
+                right: Math.max(...[...f.querySelectorAll('*')]
+            .filter(e => !e.closest('details:not([open]) > :not(summary)'))
+            .map(e => e.getBoundingClientRect().right)),
                 smallest: Math.min(...words.map(e => parseFloat(getComputedStyle(e).fontSize))),
-                bars: svg ? [...svg.querySelectorAll('rect')].reduce((n, r) => n + +r.dataset.count, 0) : 0,
+                bars: svg ? [...svg.querySelectorAll('rect')]
+                    .reduce((n, r) => n + +r.dataset.count, 0) : 0,
                 label: svg ? svg.getAttribute('aria-label') : null};
     })""")
     view = page.evaluate("() => document.documentElement.clientWidth")
