@@ -42,6 +42,7 @@ class Series:
     index: int
     label: str
     total: int
+    key: str | None  # the series' own name (an author string), None for "other"
 
 
 @dataclass(frozen=True)
@@ -94,13 +95,15 @@ def stacked(title: str, days: list[date], counts: dict[str, dict[date, int]],
     kept = ranked if len(ranked) <= MAX_SERIES + 1 else ranked[:MAX_SERIES]
     rest = [name for name in ranked if name not in kept]
     merged: list[tuple[str, dict[date, int]]] = [(labels.get(n, n), counts[n]) for n in kept]
+    keys: list[str | None] = [*kept, None]
     if rest:
         other: dict[date, int] = {}
         for name in rest:
             for day, n in counts[name].items():
                 other[day] = other.get(day, 0) + n
         merged.append((f"{OTHER} ({len(rest)})", other))
-    series = [Series(i, label, sum(by_day.values())) for i, (label, by_day) in enumerate(merged)]
+    series = [Series(i, label, sum(by_day.values()), keys[i])
+              for i, (label, by_day) in enumerate(merged)]
     day_totals = [sum(by_day.get(day, 0) for _, by_day in merged) for day in days]
     peak = max(day_totals, default=0)
     bars = []

@@ -89,6 +89,8 @@ def test_the_overview_charts_draw_the_entries_numbers(site, vera):
         "token “agent-claude”": window.filter(author="agent-claude").count(),
         "import of shop": 2,
     }
+    # The legend links each author to their entries.
+    assert '<a href="/p/alpha/memory/authors/ged_import:shop/">import of shop</a>' in body
     # The text alternative: a summary for screen readers and a table of the same numbers.
     assert f"{window.count()} in all" in body
     assert 'role="img" aria-label="Entries a day by category from' in body
