@@ -272,6 +272,8 @@ class MemoryExportView(ProjectAPIView):
 
 
 class CandidateListView(ProjectAPIView):
+    proposal_methods = frozenset({"POST"})
+
     @extend_schema(
         operation_id="candidates_list",
         parameters=[s.CandidateListQuerySerializer],
@@ -368,6 +370,7 @@ class CandidateWithdrawView(CandidateActionView):
     # Taking one's own proposal back writes no memory: any project token
     # that proposed may, as any may propose.
     memory_write_methods = frozenset()
+    proposal_methods = frozenset({"POST"})
 
     @extend_schema(
         request=None,
