@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from oauth2_provider.models import AccessToken, RefreshToken
+from oauth2_provider.models import AccessToken, RefreshToken, revoke_access_token
 
 from gedweb.oauth import scopes
 from memory.models import Membership, Project
@@ -162,68 +162,42 @@ class Grant:
     expires: datetime | None
 
 
-def _live_refresh_tokens(user: Any) -> Any:
-    return RefreshToken.objects.filter(user=user, revoked__isnull=True).select_related(
-        "application", "access_token"
-    )
-
-
 def grant_list(*, user: Any) -> list[Grant]:
-    """The person's live grants, newest first: one per (client, scope) with a live token."""
-    found: dict[tuple[int, str], Grant] = {}
+    """The person's live grants, newest first: one per (client, scope) with a token that
+    still works (an unexpired access token, or a live refresh token bound to one)."""
     now = timezone.now()
-    rows: list[tuple[Any, str, datetime, datetime | None]] = []
-    for refresh in _live_refresh_tokens(user):
-        expires = refresh.access_token.expires if refresh.access_token else None
-        rows.append((refresh.application, refresh.access_token.scope if refresh.access_token
-                     else _refresh_scope(refresh), refresh.created, expires))
-    for access in AccessToken.objects.filter(user=user, expires__gt=now).select_related(
-        "application"
-    ):
-        rows.append((access.application, access.scope, access.created, access.expires))
-    for application, scope_string, created, expires in rows:
-        grant = scopes.parse(scope_string or "")
-        if application is None or grant is None:
+    live = AccessToken.objects.filter(
+        Q(expires__gt=now) | Q(refresh_token__revoked__isnull=True,
+                               refresh_token__isnull=False),
+        user=user,
+    ).select_related("application").order_by("created")
+    found: dict[tuple[int, str], Grant] = {}
+    for token in live:
+        grant = scopes.parse(token.scope or "")
+        if token.application is None or grant is None:
             continue
-        key = (application.pk, scope_string)
+        key = (token.application_id, token.scope)
         earlier = found.get(key)
-        if earlier is None or created < earlier.created:
-            found[key] = Grant(
-                application_id=application.pk, client=client_label(application),
-                client_id=application.client_id, scope=scope_string, memory=grant.memory,
-                project_id=grant.project_id, created=created,
-                expires=expires if earlier is None else earlier.expires,
-            )
+        found[key] = Grant(
+            application_id=token.application_id, client=client_label(token.application),
+            client_id=token.application.client_id, scope=token.scope, memory=grant.memory,
+            project_id=grant.project_id,
+            created=earlier.created if earlier else token.created, expires=token.expires,
+        )
     return sorted(found.values(), key=lambda g: g.created, reverse=True)
 
 
-def _refresh_scope(refresh: Any) -> str:
-    # A refresh token whose access token was used up keeps no scope of its own;
-    # its grant's scope is on the other tokens of its family.
-    sibling = (
-        AccessToken.objects.filter(source_refresh_token__token_family=refresh.token_family)
-        .values_list("scope", flat=True)
-        .first()
-    ) if refresh.token_family else None
-    return sibling or ""
-
-
 def grant_revoke(*, user: Any, application_id: int, scope: str) -> int:
-    """Revoke one grant: every token of this person, client and scope. Returns how many."""
+    """Revoke one grant: every token of this person, client and scope; how many access
+    tokens it had. Each refresh token family goes whole, so no refresh token outlives
+    the grant, even one whose access token is already gone."""
     with transaction.atomic():
-        access = AccessToken.objects.filter(
-            user=user, application_id=application_id, scope=scope
-        )
-        refresh = RefreshToken.objects.filter(
-            Q(access_token__in=access) | Q(access_token__isnull=True),
-            user=user, application_id=application_id, revoked__isnull=True,
-        )
-        count = 0
-        for token in list(refresh):
-            if token.access_token_id is None and _refresh_scope(token) not in ("", scope):
-                continue
-            token.revoke()
-            count += 1
-        count += access.count()
-        access.delete()
-    return count
+        tokens = list(AccessToken.objects.filter(
+            user=user, application_id=application_id, scope=scope))
+        families = {family for family in RefreshToken.objects.filter(access_token__in=tokens)
+                    .values_list("token_family", flat=True) if family is not None}
+        for token in tokens:
+            revoke_access_token(token)
+        for family in families:
+            RefreshToken.revoke_family(family)
+    return len(tokens)

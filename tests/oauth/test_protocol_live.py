@@ -366,15 +366,36 @@ def test_an_expired_token_is_a_401_at_mcp(site: OAuthSite, alice: Browserless) -
     assert (status, body["code"]) == (401, "unauthenticated")
 
 
-def test_plain_pkce_is_refused(site: OAuthSite, alice: Browserless) -> None:
+@pytest.mark.parametrize("pkce", ["plain", "none"])
+def test_pkce_other_than_s256_is_refused(site: OAuthSite, alice: Browserless,
+                                         pkce: str) -> None:
     client_id = register(site)["client_id"]
     verifier, _ = pkce_pair()
-    answer = alice.consent({**auth_params(client_id, verifier), "code_challenge_method": "plain"},
-                           project=PROJECT, scope="memory:read")
-    assert answer.status_code in (302, 400)
-    location = answer.headers.get("location", "")
-    assert "code=" not in location
-    assert access_tokens(site, client_id) == 0
+    params = auth_params(client_id, verifier)
+    if pkce == "plain":
+        # Refused when the code would be issued (the toolkit's RFC 9700 gate).
+        params["code_challenge_method"] = "plain"
+        answer = alice.consent(params, project=PROJECT, scope="memory:read")
+    else:
+        del params["code_challenge"], params["code_challenge_method"]
+        answer = alice.authorize(params)
+    assert answer.status_code == 302, answer.text
+    query = parse_qs(urlsplit(answer.headers["location"]).query)
+    assert query["error"] == ["invalid_request"] and "code" not in query
+    assert site.count("oauth2_provider_grant g JOIN oauth2_provider_application p "
+                      "ON g.application_id = p.id", "p.client_id = %s", (client_id,)) == 0
+
+
+def test_a_removed_membership_stops_the_tokens_it_granted(site: OAuthSite) -> None:
+    from tests.oauth.conftest import add_member
+
+    add_member(site.server, "walter", PROJECT, "viewer")
+    walter = Browserless(site.base, "walter")
+    _, tokens = grant(site, walter, scope="memory:read")
+    assert mcp_post(site, tokens["access_token"])[0] == 200
+    done = site.server.manage("member", "remove", "walter", PROJECT)
+    assert done.returncode == 0, done.stderr
+    assert mcp_post(site, tokens["access_token"])[0] == 401
 
 
 # --- client ID metadata documents -------------------------------------------------------------
@@ -418,6 +439,9 @@ def test_a_bad_client_id_metadata_document_is_refused_and_stores_nothing(
     _, challenge = pkce_pair()
     answer = alice.authorize(auth_params(url, challenge))
     assert answer.status_code == 400
-    assert "invalid_client" in answer.text or "invalid_request" in answer.text
+    # oauthlib's InvalidClientIdError: the client is unknown, so no redirect.
+    assert "invalid_request: Invalid client_id parameter value." in answer.text, answer.text
     assert "location" not in answer.headers
     assert applications(site, url) == 0
+    if case != "unreachable":
+        assert f"/{case}.json" in site.documents.fetched  # fetched, then refused
