@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.utils.csp import CSP
 from django.views.decorators.http import require_POST
@@ -137,7 +137,8 @@ class RevokeForm(forms.Form):
 @require_POST
 def grant_revoke(request: HttpRequest) -> HttpResponse:
     form = RevokeForm(request.POST)
-    if form.is_valid():
-        grants.grant_revoke(user=request.user, application_id=form.cleaned_data["application"],
-                            scope=form.cleaned_data["scope"])
+    if not form.is_valid():
+        return HttpResponseBadRequest("name the grant: its application and scope")
+    grants.grant_revoke(user=request.user, application_id=form.cleaned_data["application"],
+                        scope=form.cleaned_data["scope"])
     return redirect("oauth-grants")
