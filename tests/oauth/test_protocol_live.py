@@ -358,10 +358,12 @@ def test_a_token_for_another_resource_is_a_401_at_mcp(site: OAuthSite) -> None:
 def test_an_expired_token_is_a_401_at_mcp(site: OAuthSite, alice: Browserless) -> None:
     client_id, tokens = grant(site, alice)
     assert mcp_post(site, tokens["access_token"])[0] == 200
-    site.server.sql(
+    # RETURNING: the helper reads rows, which an UPDATE gives PostgreSQL only so.
+    expired = site.server.sql(
         "UPDATE oauth2_provider_accesstoken SET expires = '2000-01-01 00:00:00+00:00' "
         "WHERE application_id = (SELECT id FROM oauth2_provider_application "
-        "WHERE client_id = %s)", (client_id,))
+        "WHERE client_id = %s) AND user_id IS NOT NULL RETURNING id", (client_id,))
+    assert len(expired) == 1
     status, body, _ = mcp_post(site, tokens["access_token"])
     assert (status, body["code"]) == (401, "unauthenticated")
 
