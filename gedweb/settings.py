@@ -591,6 +591,10 @@ if OAUTH_ACCESS_TOKEN_SECONDS < 1 or OAUTH_REFRESH_TOKEN_SECONDS < OAUTH_ACCESS_
         "GEDWEB_OAUTH_ACCESS_TOKEN_SECONDS must be at least 1, and "
         "GEDWEB_OAUTH_REFRESH_TOKEN_SECONDS at least as long"
     )
+# Requests per client address to the endpoints OAuth clients call without a
+# token (registration, token, revocation): registration is open, so this is
+# what bounds how fast anyone can add clients (gedweb/oauth/views.py).
+OAUTH_RATE_LIMIT = _rate("GEDWEB_OAUTH_RATE_LIMIT", "60/minute")
 # Tests only: a CA file whose certificates the client ID metadata document
 # fetcher trusts, and with it permission to fetch from loopback addresses
 # (gedweb/oauth/cimd.py). Unset, only public https hosts with publicly

@@ -11,13 +11,17 @@ that choice (gedweb/oauth/scopes.py), never taken from the client.
 from __future__ import annotations
 
 import hmac
+import math
+import time
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.csp import CSP
 from django.views.decorators.http import require_POST
@@ -25,8 +29,38 @@ from oauth2_provider.forms import AllowForm
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
 
+from gedweb.logins import client_ip_address
 from gedweb.oauth import grants, scopes
+from gedweb.throttling import count_request
 from memory.models import Membership, Project, hash_token
+
+
+def rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """GEDWEB_OAUTH_RATE_LIMIT per client address on a client endpoint's POSTs.
+
+    The API's own counters (gedweb/throttling.py), keyed by the address the
+    login throttling believes (gedweb/logins.py). Past the limit: 429 with
+    Retry-After, in OAuth's error shape, before the toolkit reads anything.
+    """
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        rate = settings.OAUTH_RATE_LIMIT
+        if rate is not None and request.method == "POST":
+            now = time.time()
+            hits, window_end = count_request(
+                f"oauth:{client_ip_address(request) or 'unknown'}", rate, now)
+            if hits > rate.requests:
+                wait = max(1, math.ceil(window_end - now))
+                response = JsonResponse({
+                    "error": "temporarily_unavailable",
+                    "error_description": f"more than {rate.describe('requests')} from this "
+                                         f"address; retry after {wait} s"}, status=429)
+                response["Retry-After"] = str(wait)
+                return response
+        return view(request, *args, **kwargs)
+
+    return wrapped
 
 
 def project_roles(user: Any) -> list[tuple[str, str, str]]:

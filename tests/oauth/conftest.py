@@ -51,6 +51,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthSite]:
     with documents.running(), LiveGunicorn.running(
         tmp, GEDWEB_OAUTH_CIMD_LOOPBACK_CA=str(ca_file),
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        # Every test here registers and exchanges from 127.0.0.1; the limit has
+        # its own test (test_rate_limit.py).
+        GEDWEB_OAUTH_RATE_LIMIT="off",
     ) as server:
         token = server.new_project(PROJECT)
         server.new_project(OTHER)
