@@ -33,6 +33,7 @@ further than this process.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -104,8 +105,15 @@ UNAUTHENTICATED_MESSAGE = "missing, malformed, unknown or revoked bearer token"
 ADMIN = "admin"
 
 
+_HOST_RE = re.compile(r"[A-Za-z0-9.:\[\]-]{1,255}")
+
+
 def _origin(scope: Scope, headers: dict[str, str]) -> str:
-    host = headers.get("host") or f"{scope['server'][0]}:{scope['server'][1]}"
+    """The origin as the client named it. Not yet checked against ALLOWED_HOSTS (the inner
+    REST call does that), so a Host that is no host name never reaches a header."""
+    host = headers.get("host", "")
+    if not _HOST_RE.fullmatch(host):
+        host = f"{scope['server'][0]}:{scope['server'][1]}"
     return f"{scope['scheme']}://{host}"
 
 
