@@ -71,6 +71,14 @@ class MemoryWriteForbidden(drf.PermissionDenied):
     default_code = "memory_write_forbidden"
 
 
+class InsufficientScope(drf.PermissionDenied):
+    """An OAuth token's grant allows less than this call needs (gedweb/oauth/scopes.py)."""
+
+    def __init__(self, granted: str, needed: str) -> None:
+        super().__init__(f"this OAuth grant allows {granted}; this call needs {needed}")
+        self.needed = needed
+
+
 class RateLimited(drf.Throttled):
     """A token went past one of its request rates (gedweb/throttling.py)."""
 
@@ -221,6 +229,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             response = Response(error_body(code, message), status=status)
             if status == 401:
                 response["WWW-Authenticate"] = "Bearer"
+            if isinstance(exc, InsufficientScope):
+                # RFC 6750 3.1: the scope that would do, for an OAuth client's step-up.
+                response["WWW-Authenticate"] = (
+                    f'Bearer error="insufficient_scope", scope="{exc.needed}"'
+                )
             if retry_after is not None:
                 response["Retry-After"] = str(retry_after)
             return response

@@ -21,11 +21,19 @@ gedweb/wsgi.py). It runs no Django middleware of its own: the Host header,
 the token and the project are checked by the in-process REST call that
 opens every exchange (``GET /v1/projects/{id}``). Errors of this layer, and
 the SDK's transport errors, are GedWeb's JSON error shape (docs/api.md).
+
+OAuth (docs/oauth.md): a 401 names the protected resource metadata
+(RFC 9728) and the scopes, so an MCP client without a token can find the
+authorization server. An OAuth access token is accepted by the REST API only
+on the requests forwarded from here (the WSGI environ's ``gedweb.via_mcp``,
+which no client header can set), because /mcp is its audience; it goes no
+further than this process.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -97,19 +105,42 @@ UNAUTHENTICATED_MESSAGE = "missing, malformed, unknown or revoked bearer token"
 ADMIN = "admin"
 
 
-def _token_project(token: str) -> str | None:
-    """The project a project token belongs to; ``ADMIN`` for the admin token; None for a
-    token that authenticates nothing (unknown, wrong or revoked).
+_HOST_RE = re.compile(r"[A-Za-z0-9.:\[\]-]{1,255}")
+
+
+def _origin(scope: Scope, headers: dict[str, str]) -> str:
+    """The origin as the client named it. Not yet checked against ALLOWED_HOSTS (the inner
+    REST call does that), so a Host that is no host name never reaches a header."""
+    host = headers.get("host", "")
+    if not _HOST_RE.fullmatch(host):
+        host = f"{scope['server'][0]}:{scope['server'][1]}"
+    return f"{scope['scheme']}://{host}"
+
+
+def _challenge(origin: str) -> bytes:
+    """The 401's WWW-Authenticate: where the resource metadata is, and the scopes (RFC 9728 5.1)."""
+    from gedweb.oauth.scopes import CHALLENGE_SCOPE
+
+    metadata = f"{origin}/.well-known/oauth-protected-resource{MCP_PATH}"
+    return (f'Bearer resource_metadata="{metadata}", scope="{CHALLENGE_SCOPE}"'
+            .encode("latin-1", "replace"))
+
+
+def _token_project(token: str, origin: str) -> str | None:
+    """The project a project token (or an OAuth access token) belongs to; ``ADMIN`` for the
+    admin token; None for a token that authenticates nothing (unknown, wrong, revoked,
+    expired, or issued for another resource).
 
     The API's own authentication, so the endpoint names a token's project
     exactly as every /v1 route would scope it.
     """
     from django.db import close_old_connections
 
+    from gedweb.oauth.grants import access_token_principal
     from memory.api.authentication import principal_for_token
 
     try:
-        principal = principal_for_token(token)
+        principal = principal_for_token(token) or access_token_principal(token, origin=origin)
     finally:
         # This thread is no Django request: keep its connection only as
         # long as CONN_MAX_AGE would keep a request's (request_finished does
@@ -189,8 +220,9 @@ class RemoteMCP:
             return
         headers = _headers(scope)
         token = _bearer(headers)
+        origin = _origin(scope, headers)
         unauthenticated = (401, _error_body(401, "unauthenticated", UNAUTHENTICATED_MESSAGE),
-                           [(b"www-authenticate", b"Bearer")])
+                           [(b"www-authenticate", _challenge(origin))])
         if token is None:
             await _answer(send, *unauthenticated)
             return
@@ -204,7 +236,7 @@ class RemoteMCP:
             return
         project = _requested_project(scope, headers)
         if project is None:
-            project = await anyio.to_thread.run_sync(_token_project, token)
+            project = await anyio.to_thread.run_sync(_token_project, token, origin)
             if project is None:
                 # A wrong or revoked token is a 401 as on /v1, never a request
                 # to name the project it could not have named anyway.
@@ -226,7 +258,7 @@ class RemoteMCP:
             try:
                 await anyio.to_thread.run_sync(client.project, project)
             except ApiError as refused:
-                await self._pass_on(send, refused)
+                await self._pass_on(send, refused, origin)
                 return
             except (NetworkError, ValueError):
                 await _answer(send, 503, _error_body(503, "unavailable",
@@ -248,16 +280,23 @@ class RemoteMCP:
         remote = scope.get("client") or ("127.0.0.1", 0)
         memory_token = next((headers[name] for name in MEMORY_TOKEN_HEADERS if name in headers),
                             None)
-        transport = httpx2.WSGITransport(app=self.django_application,
+        transport = httpx2.WSGITransport(app=self._forwarded,
                                          script_name=scope.get("root_path", ""),
                                          remote_addr=remote[0])
         return Client(url=f"{scope['scheme']}://{host}", token=token, memory_token=memory_token,
                       max_attempts=1, transport=transport, warn=lambda _: None)
 
+    def _forwarded(self, environ: dict[str, Any],
+                   start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """The REST API, told that this request comes from /mcp (so OAuth tokens count)."""
+        from memory.api.authentication import VIA_MCP_ENVIRON
+
+        return self.django_application({**environ, VIA_MCP_ENVIRON: True}, start_response)
+
     @staticmethod
-    async def _pass_on(send: Send, refused: ApiError) -> None:
+    async def _pass_on(send: Send, refused: ApiError, origin: str) -> None:
         extra: dict[str, Any] = {"fields": refused.fields} if refused.fields else {}
-        headers = [(b"www-authenticate", b"Bearer")] if refused.status == 401 else []
+        headers = [(b"www-authenticate", _challenge(origin))] if refused.status == 401 else []
         if refused.retry_after is not None and refused.retry_after.isascii():
             headers.append((b"retry-after", refused.retry_after.encode("ascii")))
         await _answer(send, refused.status,

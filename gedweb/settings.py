@@ -221,6 +221,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "memory",
     "governance",
+    "oauth2_provider",
 ]
 
 MIDDLEWARE = [
@@ -577,6 +578,83 @@ if PRODUCTION:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+
+# --- OAuth on /mcp ------------------------------------------------------------
+# django-oauth-toolkit is the authorization server (gedweb/oauth/, docs/oauth.md).
+# A token names one project and one of the three memory scopes; its scope string
+# is "<memory scope> project:<id>" (gedweb/oauth/scopes.py), set by the consent
+# page, never by the client.
+OAUTH_ACCESS_TOKEN_SECONDS = env.int("GEDWEB_OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
+OAUTH_REFRESH_TOKEN_SECONDS = env.int("GEDWEB_OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 86400)
+if OAUTH_ACCESS_TOKEN_SECONDS < 1 or OAUTH_REFRESH_TOKEN_SECONDS < OAUTH_ACCESS_TOKEN_SECONDS:
+    raise ImproperlyConfigured(
+        "GEDWEB_OAUTH_ACCESS_TOKEN_SECONDS must be at least 1, and "
+        "GEDWEB_OAUTH_REFRESH_TOKEN_SECONDS at least as long"
+    )
+# Requests per client address to the endpoints OAuth clients call without a
+# token (registration, token, revocation): registration is open, so this is
+# what bounds how fast anyone can add clients (gedweb/oauth/views.py).
+OAUTH_RATE_LIMIT = _rate("GEDWEB_OAUTH_RATE_LIMIT", "60/minute")
+# Tests only: a CA file whose certificates the client ID metadata document
+# fetcher trusts, and with it permission to fetch from loopback addresses
+# (gedweb/oauth/cimd.py). Unset, only public https hosts with publicly
+# trusted certificates are fetched. Refused in production.
+OAUTH_CIMD_LOOPBACK_CA: str | None = env.str("GEDWEB_OAUTH_CIMD_LOOPBACK_CA", default="") or None
+if PRODUCTION and OAUTH_CIMD_LOOPBACK_CA:
+    raise ImproperlyConfigured("GEDWEB_OAUTH_CIMD_LOOPBACK_CA is for tests; unset it in production")
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "memory:read": "read the project's memory, documents and work items",
+        "memory:propose": "read, and propose memory entries for review",
+        "memory:write": "read and write the project's memory and work items",
+    },
+    "DEFAULT_SCOPES": ["memory:read"],
+    "OAUTH2_VALIDATOR_CLASS": "gedweb.oauth.validators.GedWebOAuth2Validator",
+    "PKCE_REQUIRED": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_SECONDS,
+    "ROTATE_REFRESH_TOKEN": True,
+    # A refresh token used twice revokes its whole family (RFC 9700 4.14.2).
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Every consent is asked for: a grant names a project the person picks.
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # http only for loopback redirects (RFC 8252 7.3; gedweb/oauth/validators.py).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none", "client_secret_basic", "client_secret_post",
+    ],
+    # RFC 9700's gates, all on: S256 only, no implicit or password grant,
+    # bearer tokens only in the header, tokens stored as hashes.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # MCP clients register themselves, without an account (RFC 7591 open
+    # registration); a registered client can do nothing until a member consents.
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "gedweb.oauth.cimd.MetadataFetcher",
+    "CIMD_FETCH_TIMEOUT_SECONDS": 5,
+    "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "GedWeb memory (MCP)",
+}
+SILENCED_SYSTEM_CHECKS = [
+    # http redirect URIs: RFC 8252 loopback redirects of native clients need
+    # them; GedWebOAuth2Validator takes http for 127.0.0.1 and [::1] only.
+    "oauth2_provider.W008",
+    # The RFC 9207 iss parameter: MCP clients compare it as a plain string
+    # with the metadata's issuer, which they read back with a trailing slash
+    # the request-derived issuer lacks; sent, it would fail every login.
+    "oauth2_provider.W005",
+]
+# --- end of OAuth on /mcp -----------------------------------------------------
 
 # --- Quotas ------------------------------------------------------------------
 # Per-project storage quotas (memory/quotas.py, docs/api.md#quotas), in MiB of

@@ -8,6 +8,7 @@ from django.urls import include, path, re_path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from oauth2_provider import views as oauth
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.settings import APISettings
 
@@ -17,6 +18,7 @@ from gedweb import (
 )
 from gedweb.api import views as api
 from gedweb.metrics import metrics_view
+from gedweb.oauth import views as oauth_pages
 from governance.api import urls as governance_api
 from memory import views as memory_pages
 
@@ -52,7 +54,33 @@ class DocsView(api.JSONErrorsMixin, SpectacularSwaggerView):
     pass
 
 
+# OAuth 2.1 for /mcp (docs/oauth.md): django-oauth-toolkit's endpoints under
+# its own namespace, which its metadata views reverse; the consent page is
+# GedWeb's. The toolkit's application-management and introspection views are
+# not served: operators manage clients and tokens in the admin.
+oauth_patterns = [
+    path(".well-known/oauth-authorization-server", oauth.OAuthServerMetadataView.as_view(),
+         name="oauth-server-metadata"),
+    path(".well-known/oauth-protected-resource",
+         oauth.OAuthProtectedResourceMetadataView.as_view(), name="oauth-resource-metadata"),
+    path(".well-known/oauth-protected-resource/mcp",
+         oauth.OAuthProtectedResourceMetadataView.as_view(),
+         name="oauth-resource-metadata-path"),
+    path("oauth/authorize/", oauth_pages.ConsentView.as_view(), name="authorize"),
+    path("oauth/token/", oauth_pages.rate_limited(oauth.TokenView.as_view()), name="token"),
+    path("oauth/revoke/", oauth_pages.rate_limited(oauth.RevokeTokenView.as_view()),
+         name="revoke-token"),
+    path("oauth/register/", oauth_pages.rate_limited(oauth.DynamicClientRegistrationView.as_view()),
+         name="dcr-register"),
+    path("oauth/register/<str:client_id>/",
+         oauth.DynamicClientRegistrationManagementView.as_view(),
+         name="dcr-register-management"),
+]
+
 urlpatterns = [
+    path("", include((oauth_patterns, "oauth2_provider"))),
+    path("oauth/grants/", oauth_pages.grant_list, name="oauth-grants"),
+    path("oauth/grants/revoke", oauth_pages.grant_revoke, name="oauth-grant-revoke"),
     path("", memory_pages.home, name="home"),
     path("healthz", api.HealthView.as_view(), name="healthz"),
     # The admin token or GEDWEB_METRICS_ALLOW; a 404 page to anyone else.

@@ -14,13 +14,14 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import SAFE_METHODS, AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gedweb.api import serializers as s
+from gedweb.exceptions import InsufficientScope
 from memory.api.authentication import Principal
 from memory.api.permissions import require_memory_write
 from memory.models import Project
@@ -94,6 +95,7 @@ class GedWebAPIView(JSONErrorsMixin, APIView):
         self.format_kwarg = self.get_format_suffix(**kwargs)
         self.perform_authentication(request)
         self.check_permissions(request)
+        self.check_oauth_scope(request)
         self.check_throttles(request)
         renderer, media_type = self.perform_content_negotiation(request)
         request.accepted_renderer, request.accepted_media_type = renderer, media_type
@@ -102,6 +104,25 @@ class GedWebAPIView(JSONErrorsMixin, APIView):
         # TooManyFieldsSent, raised while the QueryDict is built, is a 400
         # (gedweb.exceptions).
         _ = request.query_params
+
+    # The unsafe methods an OAuth grant of memory:propose may call: proposing
+    # and withdrawing candidates. Every other unsafe method needs memory:write.
+    proposal_methods: frozenset[str] = frozenset()
+
+    def check_oauth_scope(self, request: Request) -> None:
+        """An OAuth token calls what its grant's scope allows (gedweb/oauth/scopes.py).
+
+        Reads need memory:read, which every grant includes; proposals need
+        memory:propose; anything else that changes state needs memory:write.
+        Project and admin tokens have no OAuth scope and pass.
+        """
+        principal = request.user
+        grant = getattr(principal, "oauth_scope", None)
+        if grant is None or request.method in SAFE_METHODS:
+            return
+        needed = "memory:propose" if request.method in self.proposal_methods else "memory:write"
+        if not grant.allows(needed):
+            raise InsufficientScope(grant.memory, needed)
 
     def finalize_response(
         self, request: Request, response: Any, *args: Any, **kwargs: Any

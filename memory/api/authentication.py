@@ -1,9 +1,11 @@
-"""Bearer-token authentication for the API: the admin token or a project token."""
+"""Bearer-token authentication for the API: the admin token, a project token, or an OAuth
+access token on a request the MCP endpoint forwards (gedweb/oauth/grants.py)."""
 
 from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
@@ -14,14 +16,21 @@ from rest_framework.request import Request
 from gedweb.db.compiled import CompiledRead
 from memory.models import Project, ProjectToken, hash_token
 
+if TYPE_CHECKING:
+    from gedweb.oauth.scopes import GrantScope
+
 ADMIN_AUTHOR = "admin"
+# Set by /mcp on the requests it forwards in process (gedweb/remote_mcp.py), in
+# the WSGI environ, where no client header can reach: OAuth access tokens are
+# issued for /mcp (their RFC 8707 audience) and are accepted only there.
+VIA_MCP_ENVIRON = "gedweb.via_mcp"
 
 
 @dataclass(frozen=True)
 class Principal:
     """Who made a request. ``name`` becomes the author of what they write."""
 
-    kind: str  # "admin" or "project"
+    kind: str  # "admin", "project" or "oauth"
     name: str
     project_id: str | None = None
     token_id: int | None = None
@@ -32,6 +41,10 @@ class Principal:
     # SHA-256, unique across installations, so two GedWebs sharing one Redis
     # never count each other's requests (token ids would collide).
     rate_key: str = field(default="", compare=False, repr=False)
+    # An OAuth token's grant: its memory scope and project (None: every call a
+    # project token may make), and a digest of (client, person, project) for its keys.
+    oauth_scope: GrantScope | None = None
+    oauth_grant: str | None = None
 
     is_authenticated = True
 
@@ -42,6 +55,8 @@ class Principal:
     @property
     def idempotency_scope(self) -> str:
         """Whose Idempotency-Keys these are: each token's are its own."""
+        if self.oauth_grant is not None:
+            return f"oauth:{self.oauth_grant}"
         return "admin" if self.is_admin else f"token:{self.token_id}"
 
     def covers(self, project_id: str) -> bool:
@@ -111,6 +126,11 @@ class BearerTokenAuthentication(BaseAuthentication):
         if raw is None:
             raise exceptions.AuthenticationFailed()
         principal = principal_for_token(raw)
+        if principal is None and request.META.get(VIA_MCP_ENVIRON):
+            from gedweb.oauth.grants import access_token_principal
+
+            origin = f"{request.scheme}://{request.get_host()}"
+            principal = access_token_principal(raw, origin=origin)
         if principal is None:
             raise exceptions.AuthenticationFailed()
         return principal, raw

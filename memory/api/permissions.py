@@ -47,6 +47,12 @@ def memory_write_allowed(request: Request) -> bool:
     configured = settings.MEMORY_WRITE_TOKEN
     if not configured:
         return True
+    grant = getattr(request.user, "oauth_scope", None)
+    if grant is not None:
+        # An OAuth grant of memory:write was given by someone who showed the
+        # write token on the consent page (gedweb/oauth/views.py); no other
+        # grant passes, whatever header comes with it.
+        return bool(grant.allows("memory:write"))
     expected = hash_token(configured)
     for header in MEMORY_TOKEN_HEADERS:
         presented = request.META.get(header)

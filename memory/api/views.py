@@ -273,6 +273,8 @@ class MemoryExportView(ProjectAPIView):
 
 
 class CandidateListView(ProjectAPIView):
+    proposal_methods = frozenset({"POST"})
+
     @extend_schema(
         operation_id="candidates_list",
         parameters=[s.CandidateListQuerySerializer],
@@ -369,6 +371,7 @@ class CandidateWithdrawView(CandidateActionView):
     # Taking one's own proposal back writes no memory: any project token
     # that proposed may, as any may propose.
     memory_write_methods = frozenset()
+    proposal_methods = frozenset({"POST"})
 
     @extend_schema(
         request=None,

@@ -197,8 +197,9 @@ def _tools_list() -> dict[str, Any]:
 
 
 def test_tokens_are_checked_before_anything_else(remote: Remote) -> None:
-    """A missing, wrong or revoked token is /v1's 401 exactly: status, body and
-    WWW-Authenticate, whether or not the request names its project (issue 34 §8)."""
+    """A missing, wrong or revoked token is /v1's 401: status and body, whether or not
+    the request names its project (issue 34 §8). Its WWW-Authenticate adds where an
+    OAuth client finds the authorization server (issue 38; docs/oauth.md)."""
     rest_status, rest_body, rest_headers = http_request(
         remote.port, "GET", f"/v1/projects/{PROJECT}/memory", "wrong-token")
     assert rest_status == 401
@@ -207,8 +208,10 @@ def test_tokens_are_checked_before_anything_else(remote: Remote) -> None:
         for path in (f"/mcp?project={PROJECT}", "/mcp"):
             status, body, headers = remote.post(_tools_list(), token=token, path=path)
             assert (status, body) == (rest_status, rest_body), (token, path, body)
-            assert headers.get("www-authenticate") == rest_headers["www-authenticate"] == (
-                "Bearer")
+            assert rest_headers["www-authenticate"] == "Bearer"
+            assert headers.get("www-authenticate") == (
+                f'Bearer resource_metadata="http://127.0.0.1:{remote.port}/.well-known/'
+                'oauth-protected-resource/mcp", scope="memory:read memory:propose memory:write"')
             assert headers.get("cache-control") == rest_headers["cache-control"] == "no-store"
     # Malformed bearer headers never reach a lookup.
     status, body, _ = remote.post(_tools_list(), headers={"Authorization": "Basic abc"})
