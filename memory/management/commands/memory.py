@@ -365,4 +365,4 @@ class Command(GedWebCommand):
                                "run `manage.py memory mirror --rebuild`", returncode=1)
 
     def _purge(self, *, full_vacuum: bool, **_: Any) -> None:
-        self.stdout.write(to_json(redaction.purge(full=full_vacuum)))
+        self.stdout.write(to_json(redaction.purge(full=full_vacuum, tables=redaction.redactable_tables())))
