@@ -199,41 +199,6 @@ def postgres_redactable_update(table: str) -> str:
             FOR EACH ROW EXECUTE FUNCTION gedweb_redactable_change()"""
 
 
-def make_redactable(tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
-                    ) -> migrations.RunPython:
-    """Replace the UPDATE triggers of ``tables`` (name -> (columns, redactable columns))."""
-
-    def forward(apps: Any, schema_editor: Any) -> None:
-        vendor = schema_editor.connection.vendor
-        for table, (columns, redactable) in tables.items():
-            if vendor == "sqlite":
-                statements = [f"DROP TRIGGER IF EXISTS {table}_refuse_update",
-                              sqlite_redactable_update(table, columns, redactable)]
-            elif vendor == "postgresql":
-                statements = [POSTGRES_REDACTION_FUNCTION,
-                              f"DROP TRIGGER IF EXISTS {table}_append_only ON {table}",
-                              postgres_redactable_update(table)]
-            else:
-                statements = []
-            for statement in statements:
-                schema_editor.execute(statement, params=None)
-
-    def backward(apps: Any, schema_editor: Any) -> None:
-        vendor = schema_editor.connection.vendor
-        for table in tables:
-            if vendor == "sqlite":
-                statements = [f"DROP TRIGGER IF EXISTS {table}_refuse_update",
-                              sqlite_forward(table)[0]]
-            elif vendor == "postgresql":
-                statements = [*postgres_backward(table), *postgres_forward(table)]
-            else:
-                statements = []
-            for statement in statements:
-                schema_editor.execute(statement, params=None)
-
-    return migrations.RunPython(forward, backward)
-
-
 def _run(builders: dict[str, Any], tables: tuple[str, ...]) -> Any:
     def run(apps: Any, schema_editor: Any) -> None:
         builder = builders.get(schema_editor.connection.vendor)

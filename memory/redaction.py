@@ -320,8 +320,8 @@ class TextRedactionResult:
     copies_scrubbed: dict[str, int] = field(default_factory=dict)
 
 
-def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool = False
-                   ) -> RedactionResult | TextRedactionResult:
+def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool = False,
+                   project: Project | None = None) -> RedactionResult | TextRedactionResult:
     """Redact what SecretFinding ``finding_id`` found, or refuse with one clear error.
 
     An entry's content goes through ``memory_entry_redact`` (the whole
@@ -329,10 +329,13 @@ def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool =
     secret's span, which must still hold the secret the scan found.
     """
     reason = _validate(reason, by)
-    finding = (SecretFinding.objects.select_related("project").filter(pk=finding_id).first()
-               if isinstance(finding_id, int) else None)
+    found = SecretFinding.objects.select_related("project").filter(pk=finding_id)
+    if project is not None:  # the caller's project only
+        found = found.filter(project=project)
+    finding = found.first() if isinstance(finding_id, int) else None
     if finding is None:
-        raise ValidationError({"finding": [f"no secret finding {finding_id!r}: run "
+        where = f" in project {project.pk}" if project is not None else ""
+        raise ValidationError({"finding": [f"no secret finding {finding_id!r}{where}: run "
                                            "`manage.py memory scan` again"]})
     project = finding.project
     if finding.source == "entry":

@@ -3,7 +3,7 @@
 Work items' summaries, work files, task artifacts, evidence, governance
 revisions, standards imports and skills are append-only; their UPDATE
 triggers learn exactly the UPDATE a memory.TextRedaction record describes
-(gedweb.append_only.make_redactable), as memory 0025 taught document
+(memory/migrations/_redactable.py), as memory 0025 taught document
 revisions'. Stored context bundles learn a second UPDATE beside governance
 0009's: text and sections, setting ``text_redaction`` to a text redaction
 of the same project, every other column unchanged.
@@ -12,7 +12,7 @@ of the same project, every other column unchanged.
 import django.db.models.deletion
 from django.db import migrations, models
 
-from gedweb.append_only import make_redactable
+from memory.migrations._redactable import make_redactable
 
 # Every column of each table as this migration leaves it, and the ones a
 # redaction may change (checked against the tables by

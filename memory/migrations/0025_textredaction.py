@@ -4,14 +4,17 @@ memory.TextRedaction records each one (append-only itself). Document
 revisions' UPDATE triggers let exactly the UPDATE a record describes
 through: one column (content or reason) of one revision, the record's span
 replaced by its notice, once; every other column unchanged, DELETE refused
-(gedweb.append_only.make_redactable). Governance 0015 does the same for
+(memory/migrations/_redactable.py). Governance 0015 does the same for
 governance's tables.
 """
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-from gedweb.append_only import make_append_only, make_redactable
+from gedweb.append_only import make_append_only
+from memory.migrations._redactable import make_redactable
+
+TABLES = ("memory_textredaction",)
 
 # Every column of each redactable table as this migration leaves it, and the
 # ones a redaction may change (tests/memory/test_text_redaction.py checks the
@@ -60,6 +63,6 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['table_name', 'row_id'], name='memory_textredaction_row')],
             },
         ),
-        make_append_only("memory_textredaction"),
+        make_append_only(*TABLES),
         make_redactable(REDACTABLE),
     ]

@@ -421,3 +421,25 @@ def test_the_purge_takes_the_bytes_out_of_the_database_files(live_db, make_proje
                            " WHERE content LIKE %s", [f"%{token}%"])
             assert cursor.fetchone()[0] == 0
     _verifies(project)
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def test_the_command_redacts_a_finding_and_refuses_another_projects(alpha, beta, settings):
+    finding, token = _document_finding(alpha.project, settings)
+    with pytest.raises(CommandError, match=f"no secret finding {finding.pk} in project beta"):
+        call_command("memory", "redact", "--project", "beta", "--finding", str(finding.pk),
+                     "--reason", "rotated", stdout=StringIO())
+    assert TextRedaction.objects.count() == 0
+    out = StringIO()
+    call_command("memory", "redact", "--project", "alpha", "--finding", str(finding.pk),
+                 "--reason", "rotated", "--by", "cli:olga", stdout=out)
+    shown = json.loads(out.getvalue())
+    assert shown["redaction"]["source"] == "document" and shown["redaction"]["by"] == "cli:olga"
+    assert (shown["redaction"]["path"], shown["redaction"]["revision"]) == ("CONTEXT.md", 1)
+    assert token not in out.getvalue()
+    assert token not in DocumentRevision.objects.get(project=alpha.project).content
+    with pytest.raises(CommandError, match="no secret finding"):
+        call_command("memory", "redact", "--project", "alpha", "--finding", str(finding.pk),
+                     "--reason", "rotated", stdout=StringIO())

@@ -50,6 +50,7 @@ APPEND_ONLY_TABLES = (
     importlib.import_module("memory.migrations.0003_documents").TABLES
     + importlib.import_module("memory.migrations.0006_chain_checkpoint").TABLES
     + importlib.import_module("memory.migrations.0013_allowedsecret").TABLES
+    + importlib.import_module("memory.migrations.0025_textredaction").TABLES
     + importlib.import_module("governance.migrations.0002_append_only").TABLES
     + importlib.import_module("governance.migrations.0004_append_only").TABLES
     + importlib.import_module("governance.migrations.0006_ledgerrecord").TABLES
