@@ -138,8 +138,9 @@ def _json(model: type[models.Model], column: str, prefix: str,
 def _finder(model: type[models.Model], scope: str, **names: str
             ) -> Callable[[Project, dict[str, Any]], models.QuerySet[Any]]:
     def find(project: Project, row: dict[str, Any]) -> models.QuerySet[Any]:
-        return model.objects.filter(**{scope: project},
-                                    **{field: row.get(key) for field, key in names.items()})
+        rows: models.QuerySet[Any] = model._default_manager.filter(
+            **{scope: project}, **{field: row.get(key) for field, key in names.items()})
+        return rows
 
     return find
 

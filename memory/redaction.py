@@ -250,9 +250,10 @@ def purge(*, full: bool = False, tables: Iterable[str] = ()) -> dict[str, Any]:
         cursor.execute("VACUUM memory_entryvector")
         cursor.execute("VACUUM governance_contextbundle")
         # A text redaction's table and the copies derived from it.
-        for table in dict.fromkeys(tables):
+        others = list(dict.fromkeys(tables))
+        for table in others:
             cursor.execute(f"VACUUM {connection.ops.quote_name(table)}")
-    return {"engine": "postgresql", "vacuum": statement, "tables": list(dict.fromkeys(tables))}
+    return {"engine": "postgresql", "vacuum": statement, **({"tables": others} if others else {})}
 
 
 # --- secrets in every other stored text -------------------------------------------------------
@@ -492,7 +493,8 @@ def committed_sha256(row: models.Model, column: str) -> str | None:
     for (_, after), (before, _) in zip(records, records[1:], strict=False):
         if after != before:
             return digest
-    return records[0][0]
+    committed: str = records[0][0]
+    return committed
 
 
 def text_redactions(project: Project) -> int:

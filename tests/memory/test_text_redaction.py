@@ -177,9 +177,10 @@ def test_each_sources_secret_is_found_redacted_from_the_admin_and_gone(alpha, ro
     _verifies(project)
 
 
-def test_a_document_keeps_its_sha256_ledger_and_recall_and_the_bundle_is_scrubbed(alpha,
+def test_a_document_keeps_its_sha256_ledger_and_recall_and_the_bundle_is_scrubbed(alpha, root,
                                                                                   settings):
     from governance.context import context_deliver
+    from governance.models import ContextDelivery
 
     project, token = alpha.project, _token()
     revision = document_put(project=project, path="CONTEXT.md",
@@ -209,6 +210,13 @@ def test_a_document_keeps_its_sha256_ledger_and_recall_and_the_bundle_is_scrubbe
     sections = json.loads(bundle.sections)
     assert sum(length for *_, length in sections) + 2 * (len(sections) - 1) + 1 == len(
         bundle.text)
+    # The delivery's page and raw bytes say they are no longer what was delivered.
+    delivery = ContextDelivery.objects.get(project=project)
+    page = root.get(f"/p/{project.pk}/context/{delivery.pk}").content.decode()
+    assert 'id="bundle-text-redacted"' in page and token not in page
+    raw = root.get(f"/p/{project.pk}/context/{delivery.pk}/bundle")
+    assert raw["X-Context-Text-Redaction"] == str(record.pk)
+    assert token.encode() not in raw.content and record.notice.encode() in raw.content
     assert _scan(project) == []
 
 
@@ -236,7 +244,7 @@ def test_a_skill_stays_verified_and_a_standards_import_keeps_its_decision_hash(a
     _verifies(project)
 
 
-# --- bad input ----------------------------------------------------------------------------------
+# --- bad input ---------------------------------------------------------------------------------
 
 
 def _document_finding(project: Project, settings: Any) -> tuple[SecretFinding, str]:
@@ -305,7 +313,7 @@ def test_the_admin_page_says_what_is_wrong_and_changes_nothing(alpha, root, sett
     assert _unchanged(alpha.project) == state
 
 
-# --- the triggers ---------------------------------------------------------------------------------
+# --- the triggers ------------------------------------------------------------------------------
 
 
 def _raw(sql: str, params: list[Any]) -> None:
@@ -387,7 +395,7 @@ def test_every_scanned_source_has_a_redaction():
     assert set(secret_scan.sources()) - {"entry"} <= set(redaction._REDACTABLE)
 
 
-# --- the purge -------------------------------------------------------------------------------------
+# --- the purge ---------------------------------------------------------------------------------
 
 
 def test_the_purge_takes_the_bytes_out_of_the_database_files(live_db, make_project, settings):
@@ -423,7 +431,7 @@ def test_the_purge_takes_the_bytes_out_of_the_database_files(live_db, make_proje
     _verifies(project)
 
 
-# --- the command ---------------------------------------------------------------------------------
+# --- the command -------------------------------------------------------------------------------
 
 
 def test_the_command_redacts_a_finding_and_refuses_another_projects(alpha, beta, settings):
