@@ -321,6 +321,13 @@ def check_recall_index(project: Project) -> Outcome:
     return Outcome("recall-index", problems, summary)
 
 
+def check_text_redactions(project: Project) -> Outcome:
+    """Every secret cut out of a stored text is on a record GedWeb signed (memory.redaction)."""
+    count, problems = redaction.text_redaction_problems(project)
+    return Outcome("text-redactions", problems,
+                   f"{_plural(count, 'text redaction')}, each signed")
+
+
 PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_chain,
     check_mirror,
@@ -329,6 +336,7 @@ PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_standards,
     check_ledger,
     check_skills,
+    check_text_redactions,
     check_token_names,
     check_recall_index,
 )

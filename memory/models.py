@@ -511,7 +511,8 @@ class TextRedaction(AppendOnlyModel):
     The span ``cut_start``/``cut_length`` (characters) of column
     ``column_name`` of row ``row_id`` of table ``table_name`` became
     ``notice``; the text was ``before_length`` characters long and hashed to
-    ``before_sha256``, and hashes to ``after_sha256`` after. The append-only
+    ``before_sha256``, and hashes to ``after_sha256`` after; ``mac`` signs it
+    all. The append-only
     triggers of the redactable tables let exactly that UPDATE through, once
     (memory 0025, governance 0015), and every verifier that hashed the text
     follows the records from the digest it committed to to the text stored
@@ -540,6 +541,12 @@ class TextRedaction(AppendOnlyModel):
     reason = models.TextField()
     redacted_by = models.CharField(max_length=64)
     created_at = models.DateTimeField()
+    # The HMAC of the record's digest under the signing key, and that key's id
+    # (memory.redaction.seal_text_redaction): a role that may INSERT could
+    # add a record and then the UPDATE it describes; the verifiers follow
+    # only records GedWeb signed, so such a change is found, not explained.
+    mac = models.CharField(max_length=64)
+    key_id = models.CharField(max_length=16)
 
     class Meta:
         ordering = ["project_id", "id"]

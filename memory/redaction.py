@@ -49,6 +49,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from gedweb.errors import InvalidState
+from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import redaction_notice
 from gedweb.lib.digest import sha256_text
 from gedweb.validation import collect_errors
@@ -359,7 +360,7 @@ def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool =
             notice = redaction_notice(by, format_timestamp(now), reason)
             cut = target.encode(notice)
             after = target.text[:target.start] + cut + target.text[target.start + target.length:]
-            record = TextRedaction.objects.create(
+            record = TextRedaction(
                 project=project, source=finding.source, row=finding.row, field=finding.field,
                 table_name=target.model._meta.db_table, row_id=target.row_id,
                 column_name=target.column, cut_start=target.start, cut_length=target.length,
@@ -367,6 +368,8 @@ def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool =
                 before_sha256=sha256_text(target.text), after_sha256=sha256_text(after),
                 kind=finding.kind, fingerprint=finding.fingerprint, reason=reason,
                 redacted_by=by, created_at=now)
+            seal_text_redaction(record)
+            record.save(force_insert=True)
             _update(target, after)
             copies = {name: scrub(project, target, secret, notice, record)
                       for name, scrub in {**source.copies, **_TEXT_COPIES}.items()}
@@ -485,9 +488,12 @@ def committed_sha256(row: models.Model, column: str) -> str | None:
     if ("[redacted by " not in text
             or TextRedaction._meta.db_table not in connection.introspection.table_names()):
         return digest
-    records = list(TextRedaction.objects.filter(
-        table_name=row._meta.db_table, row_id=row.pk, column_name=column,
-    ).order_by("id").values_list("before_sha256", "after_sha256"))
+    # Only records GedWeb signed explain a change (seal_text_redaction).
+    records = [(record.before_sha256, record.after_sha256)
+               for record in TextRedaction.objects.filter(
+                   table_name=row._meta.db_table, row_id=row.pk, column_name=column,
+               ).order_by("id")
+               if text_redaction_authentic(record)]
     if not records or records[-1][1] != digest:
         return digest
     for (_, after), (before, _) in zip(records, records[1:], strict=False):
@@ -497,8 +503,56 @@ def committed_sha256(row: models.Model, column: str) -> str | None:
     return committed
 
 
-def text_redactions(project: Project) -> int:
-    return int(TextRedaction.objects.filter(project=project).count())
+TEXT_REDACTION_MAC_SALT = "gedweb.memory.TextRedaction.v1"
+_SIGNED_FIELDS = ("project_id", "source", "row", "field", "table_name", "row_id",
+                  "column_name", "cut_start", "cut_length", "notice", "before_length",
+                  "before_sha256", "after_sha256", "kind", "fingerprint", "reason",
+                  "redacted_by")
+
+
+def _record_digest(record: TextRedaction) -> str:
+    fields = {name: getattr(record, name) for name in _SIGNED_FIELDS}
+    fields["created_at"] = format_timestamp(record.created_at)
+    return sha256_text(canonical_json(fields))
+
+
+def _signed(record: TextRedaction) -> checkpoints.Checkpoint:
+    return checkpoints.Checkpoint(0, _record_digest(record), format_timestamp(record.created_at),
+                                  record.mac, record.key_id)
+
+
+def seal_text_redaction(record: TextRedaction) -> None:
+    """Set the record's ``mac`` and ``key_id``: the HMAC of all it says, under the signing key."""
+    record.key_id = checkpoints.key_id()
+    record.mac = checkpoints.checkpoint_mac(
+        record.project_id, 0, _record_digest(record), format_timestamp(record.created_at),
+        salt=TEXT_REDACTION_MAC_SALT)
+
+
+def text_redaction_authentic(record: TextRedaction) -> bool:
+    return checkpoints.authentic(record.project_id, _signed(record),
+                                 salt=TEXT_REDACTION_MAC_SALT)
+
+
+def text_redaction_problems(project: Project) -> tuple[int, list[str]]:
+    """How many text redactions the project has, and what is wrong with any of them.
+
+    A record GedWeb did not sign (inserted behind its back) explains
+    nothing; a record whose row no longer holds its notice, or whose text
+    no longer hashes as the records lead, was changed since.
+    """
+    records = list(TextRedaction.objects.filter(project=project).order_by("id"))
+    problems = []
+    for record in records:
+        if not text_redaction_authentic(record):
+            problems.append(f"text redaction {record.pk} ({record.table_name} row "
+                            f"{record.row_id}) fails its MAC: {_forged_hint(record)}")
+    return len(records), problems
+
+
+def _forged_hint(record: TextRedaction) -> str:
+    return ("inserted behind GedWeb's back, or signed with a key this server no longer "
+            f"holds (key id {record.key_id or 'none'})")
 
 
 # --- memory's own sources ---------------------------------------------------------------------

@@ -56,6 +56,8 @@ class Migration(migrations.Migration):
                 ('reason', models.TextField()),
                 ('redacted_by', models.CharField(max_length=64)),
                 ('created_at', models.DateTimeField()),
+                ('mac', models.CharField(max_length=64)),
+                ('key_id', models.CharField(max_length=16)),
                 ('project', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='text_redactions', to='memory.project')),
             ],
             options={

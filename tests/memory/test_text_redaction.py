@@ -127,7 +127,7 @@ def _stored_anywhere(token: str) -> list[str]:
 
 def _verifies(project: Project) -> None:
     for check in (doctor.check_governance, doctor.check_standards, doctor.check_ledger,
-                  doctor.check_skills):
+                  doctor.check_skills, doctor.check_text_redactions):
         outcome = check(project)
         assert not outcome.problems, (check.__name__, outcome.problems)
     triggers = doctor.check_append_only_triggers()
@@ -369,6 +369,35 @@ def test_a_change_behind_gedwebs_back_after_a_redaction_is_found(alpha, settings
                 "memory_documentrevision", columns, cut))
     problems = ledger.ledger_verify(alpha.project)[1]
     assert problems and "document" in str(problems[0]).lower()
+
+
+def test_a_record_gedweb_did_not_sign_explains_nothing(alpha, settings):
+    """A role that may INSERT adds a record, then the UPDATE it allows: found, not explained."""
+    finding, token = _document_finding(alpha.project, settings)
+    revision = DocumentRevision.objects.get(project=alpha.project)
+    secret_at = revision.content.index(token)
+    forged_text = revision.content[:secret_at] + "[gone]" + revision.content[
+        secret_at + len(token):]
+    forged = TextRedaction.objects.create(
+        project=alpha.project, source="document", row=finding.row, field="content",
+        table_name="memory_documentrevision", row_id=revision.pk, column_name="content",
+        cut_start=secret_at, cut_length=len(token), notice="[gone]",
+        before_length=len(revision.content), before_sha256=sha256_text(revision.content),
+        after_sha256=sha256_text(forged_text), kind=finding.kind,
+        fingerprint=finding.fingerprint, reason="x", redacted_by="user:mallory",
+        created_at=revision.created_at, mac="0" * 64, key_id="")
+    # The database lets the described UPDATE through (it cannot check an HMAC) ...
+    _raw("UPDATE memory_documentrevision SET content = %s WHERE id = %s",
+         [forged_text, revision.pk])
+    revision.refresh_from_db()
+    # ... but nothing takes it for a redaction.
+    assert redaction.committed_sha256(revision, "content") == sha256_text(forged_text)
+    assert ledger.ledger_verify(alpha.project)[1]
+    outcome = doctor.check_text_redactions(alpha.project)
+    assert outcome.problems == [
+        f"text redaction {forged.pk} (memory_documentrevision row {revision.pk}) fails its "
+        "MAC: inserted behind GedWeb's back, or signed with a key this server no longer "
+        "holds (key id none)"]
 
 
 @pytest.mark.parametrize("module", ["memory.migrations.0025_textredaction",
