@@ -43,6 +43,7 @@ from memory.models import (
     ProjectQuota,
     ProjectToken,
     SecretFinding,
+    TextRedaction,
 )
 
 if TYPE_CHECKING:
@@ -669,3 +670,19 @@ class SecretFindingAdmin(ReadOnlyAdmin):
             "finding": finding, "reason": reason, "by": operator_name(request),
             "title": "Redact a secret",
         })
+
+
+@admin.register(TextRedaction)
+class TextRedactionAdmin(ReadOnlyAdmin):
+    """The secrets cut out of stored texts: who, when, why and where (append-only, signed)."""
+
+    list_display = ["project", "source", "where", "field", "kind", "redacted_by", "reason",
+                    "created_at"]
+    list_filter = ["source", ("project", ProjectFilter)]
+    list_select_related = ["project"]
+    search_fields = ["fingerprint", "kind", "redacted_by"]
+    ordering = ["project_id", "-id"]
+
+    @admin.display(description="row")
+    def where(self, obj: TextRedaction) -> str:
+        return " ".join(f"{key} {value}" for key, value in obj.row.items())

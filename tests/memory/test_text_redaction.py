@@ -174,6 +174,8 @@ def test_each_sources_secret_is_found_redacted_from_the_admin_and_gone(alpha, ro
         text = getattr(model.objects.get(pk=record.row_id), record.column_name)
         assert record.notice in text and sha256_text(text) == record.after_sha256
         assert record.notice.startswith("[redacted by user:root at ")
+    audit = root.get("/admin/memory/textredaction/").content.decode()
+    assert "a token found by memory scan" in audit and token not in audit
     _verifies(project)
 
 
