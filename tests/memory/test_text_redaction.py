@@ -11,8 +11,10 @@ so the text reaches the database through the ordinary write paths.
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import secrets
+import zipfile
 from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
@@ -219,6 +221,14 @@ def test_a_document_keeps_its_sha256_ledger_and_recall_and_the_bundle_is_scrubbe
     raw = root.get(f"/p/{project.pk}/context/{delivery.pk}/bundle")
     assert raw["X-Context-Text-Redaction"] == str(record.pk)
     assert token.encode() not in raw.content and record.notice.encode() in raw.content
+    # The documents archive says the file is no longer the bytes its sha256 names.
+    export = root.get(f"/p/{project.pk}/documents.zip")
+    body = b"".join(export.streaming_content)
+    assert token.encode() not in body
+    archive = zipfile.ZipFile(io.BytesIO(body))
+    (listed,) = json.loads(archive.read(f"{project.pk}-documents/MANIFEST.json"))
+    assert (listed["sha256"], listed["redacted"], listed["content_sha256"]) == (
+        before, True, sha256_text(revision.content))
     assert _scan(project) == []
 
 
