@@ -42,7 +42,7 @@ from governance.models import (
     WorkItem,
 )
 from governance.skills import skill_put
-from governance.standards import standards_import_submit
+from governance.standards import served_imports, standards_import_submit
 from memory import redaction, services
 from memory.documents import document_put
 from memory.models import (
@@ -253,6 +253,9 @@ def test_a_skill_stays_verified_and_a_standards_import_keeps_its_decision_hash(a
     # The decision still binds to the bytes that were submitted.
     decision = submitted.accept(by="user:olga", sha256=submitted.sha256)
     assert decision.status == "accepted"
+    # Still on the ledger's record, so still served as approved, with the notice.
+    (served,) = served_imports(project)
+    assert served.pk == submitted.pk and "[redacted by user:olga at " in served.content
     _verifies(project)
 
 
