@@ -77,19 +77,6 @@ SQLITE_FORWARD = [
        BEGIN SELECT RAISE(ABORT, '{BUNDLES} rows are append-only: UPDATE refused'); END""",  # nosec B608: built from this module's constants
 ]
 
-SQLITE_BACKWARD = [
-    f"DROP TRIGGER IF EXISTS {BUNDLES}_refuse_update",
-    # Governance 0009's, as it made it (its unchanged list lacks the new column).
-    """CREATE TRIGGER governance_contextbundle_refuse_update BEFORE UPDATE ON governance_contextbundle
-       WHEN NOT (NEW.redaction_id IS NOT NULL AND NEW.id IS OLD.id AND NEW.sha256 IS OLD.sha256
-                 AND NEW.created_at IS OLD.created_at AND NEW.project_id IS OLD.project_id
-                 AND EXISTS (SELECT 1 FROM memory_memoryentry AS record
-                             WHERE record.id = NEW.redaction_id
-                               AND record.redacts_id IS NOT NULL
-                               AND record.project_id = OLD.project_id))
-       BEGIN SELECT RAISE(ABORT, 'governance_contextbundle rows are append-only: UPDATE refused'); END""",
-]
-
 POSTGRES_FORWARD = [
     """CREATE OR REPLACE FUNCTION gedweb_bundle_change() RETURNS trigger
        LANGUAGE plpgsql AS $$
@@ -127,6 +114,27 @@ def _run(statements_by_vendor):
     return run
 
 
+def _restore_0009_triggers(apps, schema_editor):
+    """Backward, once the column is gone: SQLite dropped the table's triggers with it.
+
+    SQLite removes a column by remaking the table, and the old table's
+    triggers go with it; they come back as governance 0009 and
+    gedweb.append_only made them.
+    """
+    if schema_editor.connection.vendor != "sqlite":
+        return
+    import importlib
+
+    from gedweb.append_only import sqlite_forward
+
+    earlier = importlib.import_module("governance.migrations.0009_contextbundle_redaction")
+    for statement in [f"DROP TRIGGER IF EXISTS {BUNDLES}_refuse_update",
+                      earlier.SQLITE_FORWARD[1],
+                      f"DROP TRIGGER IF EXISTS {BUNDLES}_refuse_delete",
+                      sqlite_forward(BUNDLES)[1]]:
+        schema_editor.execute(statement, params=None)
+
+
 def _restore_0009_function(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         import importlib
@@ -143,6 +151,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RunPython(migrations.RunPython.noop, _restore_0009_triggers),
         migrations.AddField(
             model_name="contextbundle",
             name="text_redaction",
@@ -152,7 +161,7 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(_run({"sqlite": SQLITE_FORWARD, "postgresql": POSTGRES_FORWARD}),
-                             _run({"sqlite": SQLITE_BACKWARD})),
+                             migrations.RunPython.noop),
         migrations.RunPython(migrations.RunPython.noop, _restore_0009_function),
         make_redactable(REDACTABLE),
     ]
