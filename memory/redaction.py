@@ -345,8 +345,12 @@ def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool =
             raise InvalidState(
                 f"the finding is in entry #{finding.seq}'s {finding.field}, which its hash "
                 "commits to byte for byte: only an entry's content can be redacted")
-        return memory_entry_redact(project=project, seq=int(finding.seq or 0), reason=reason,
-                                   by=by, full_vacuum=full_vacuum)
+        redacted = memory_entry_redact(project=project, seq=int(finding.seq or 0),
+                                       reason=reason, by=by, full_vacuum=full_vacuum)
+        # Answered; the next scan replaces the entry's other findings too.
+        SecretFinding.objects.filter(project=project, source="entry",
+                                     seq=finding.seq).delete()
+        return redacted
     source = _REDACTABLE.get(finding.source)
     if source is None:
         raise InvalidState(f"findings in {finding.source} rows have no redaction")

@@ -105,6 +105,8 @@ def test_following_the_link_and_confirming_redacts_the_entry(root, found):
     entry.refresh_from_db()
     assert TOKEN not in entry.content and entry.content.startswith("[redacted by")
     assert MemoryEntry.objects.filter(project_id="alpha", category="redaction").count() == 1
+    assert not SecretFinding.objects.filter(project_id="alpha", seq=entry.seq).exists()
+    assert SecretFinding.objects.filter(project_id="alpha").count() == 1  # the other entry's
 
 
 def test_the_redaction_link_needs_the_redact_permission(staff, found, alpha):
