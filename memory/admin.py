@@ -632,8 +632,7 @@ class SecretFindingAdmin(ReadOnlyAdmin):
     @admin.display(description="redaction")
     def redaction(self, obj: SecretFinding) -> str:
         if not redaction.redactable(obj):
-            # An entry's source or idempotency key: its hash commits to the bytes.
-            return format_html("none: entry {}'s {} is part of its hash", obj.seq, obj.field)
+            return format_html("none: {}", redaction.why_not_redactable(obj))
         url = reverse("admin:memory_secretfinding_redact", args=[obj.pk])
         what = (f"entry {obj.seq}" if obj.source == "entry"
                 else f"{obj.source.replace('_', ' ')} {obj.field}")

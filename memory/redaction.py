@@ -315,6 +315,17 @@ def redactable(finding: SecretFinding) -> bool:
     return finding.source in _REDACTABLE
 
 
+def why_not_redactable(finding: SecretFinding) -> str:
+    if finding.source == "entry" and finding.field == "idempotency_key":
+        # Keys are stored as their SHA-256 since memory 0021: a key from
+        # before that upgrade is the one way a secret could sit there.
+        return (f"entry #{finding.seq}'s idempotency key is a column no redaction changes "
+                "(keys are stored as digests)")
+    if finding.source == "entry":
+        return (f"entry #{finding.seq}'s {finding.field} is part of its hash, byte for byte")
+    return f"{finding.source} rows have no redaction"
+
+
 @dataclass
 class TextRedactionResult:
     redaction: TextRedaction
@@ -342,9 +353,8 @@ def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool =
     project = finding.project
     if finding.source == "entry":
         if not redactable(finding):
-            raise InvalidState(
-                f"the finding is in entry #{finding.seq}'s {finding.field}, which its hash "
-                "commits to byte for byte: only an entry's content can be redacted")
+            raise InvalidState(f"{why_not_redactable(finding)}: only an entry's content can "
+                               "be redacted")
         redacted = memory_entry_redact(project=project, seq=int(finding.seq or 0),
                                        reason=reason, by=by, full_vacuum=full_vacuum)
         # Answered; the next scan replaces the entry's other findings too.
@@ -353,7 +363,7 @@ def finding_redact(*, finding_id: int, reason: str, by: str, full_vacuum: bool =
         return redacted
     source = _REDACTABLE.get(finding.source)
     if source is None:
-        raise InvalidState(f"findings in {finding.source} rows have no redaction")
+        raise InvalidState(why_not_redactable(finding))
     secret_scan.refuse_secrets(project, {"reason": reason})
     with _secure_delete():
         with transaction.atomic():

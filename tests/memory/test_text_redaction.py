@@ -495,3 +495,24 @@ def test_the_command_redacts_a_finding_and_refuses_another_projects(alpha, beta,
     with pytest.raises(CommandError, match="no secret finding"):
         call_command("memory", "redact", "--project", "alpha", "--finding", str(finding.pk),
                      "--reason", "rotated", stdout=StringIO())
+
+
+def test_an_entry_finding_outside_its_content_has_no_redaction_and_says_why(alpha, root):
+    """An entry's source is hashed byte for byte (writes refuse a secret there; a row from
+    before the rule could hold one): no link, a 404, and the service refuses, changing nothing."""
+    from django.utils import timezone
+
+    entry = services.memory_entry_create(project=alpha.project, author="cli", category="note",
+                                         content="plain").entry
+    finding = SecretFinding.objects.create(
+        project=alpha.project, source="entry", row={"seq": entry.seq}, seq=entry.seq,
+        field="source", kind="github-token", rule_origin="gedweb", rule_version="2", line=1,
+        column=1, offset=0, length=4, fingerprint="f" * 64, allowed=False,
+        found_at=timezone.now())
+    html = root.get("/admin/memory/secretfinding/").content.decode()
+    assert f"none: entry #{entry.seq}&#x27;s source is part of its hash, byte for byte" in html
+    assert root.get(f"/admin/memory/secretfinding/{finding.pk}/redact/").status_code == 404
+    with pytest.raises(InvalidState, match="only an entry's content can be redacted"):
+        redaction.finding_redact(finding_id=finding.pk, reason="why", by="user:olga")
+    entry.refresh_from_db()
+    assert entry.content == "plain" and SecretFinding.objects.filter(pk=finding.pk).exists()
