@@ -97,6 +97,7 @@ TABLES = (
     "memory_documentrevision",
     "memory_chaincheckpoint",
     "memory_allowedsecret",
+    "memory_textredaction",
     "governance_workitem",
     "governance_governancerevision",
     "governance_evidencerecord",
@@ -139,6 +140,65 @@ def postgres_backward(table: str) -> list[str]:
     return [f"DROP TRIGGER IF EXISTS {table}_append_only ON {table}"]
 
 
+# --- redactable tables (memory.TextRedaction) --------------------------------------------
+# A redaction of a secret in a stored text (memory.redaction) changes one
+# column of one row: the span a memory.TextRedaction record names becomes the
+# record's notice. The redactable tables' UPDATE triggers let exactly that
+# through, once per record (the notice must not be in the text yet, and the
+# text must have the length the record saw), every other column unchanged.
+
+REDACTIONS = "memory_textredaction"
+
+
+def _splice(old: str, new: str, *, postgres: bool = False) -> str:
+    # Characters on both engines (SQLite's substr and length count them in
+    # text, as Python does); PostgreSQL's substr wants int, not bigint.
+    find, cast = ("strpos", "::int") if postgres else ("instr", "")
+    return (f"length({old}) = r.before_length AND {find}({old}, r.notice) = 0"
+            f" AND {new} = substr({old}, 1, (r.cut_start){cast}) || r.notice"
+            f" || substr({old}, (r.cut_start + r.cut_length + 1){cast})")
+
+
+def sqlite_redactable_update(table: str, columns: tuple[str, ...],
+                             redactable: tuple[str, ...]) -> str:
+    """SQLite's UPDATE trigger of ``table`` (all its ``columns``), letting a redaction through."""
+    cases = " OR ".join(
+        f"(r.column_name = '{column}' AND "
+        + " AND ".join(f"NEW.{c} IS OLD.{c}" for c in columns if c != column)
+        + f" AND {_splice(f'OLD.{column}', f'NEW.{column}')})"
+        for column in redactable)
+    return (f"""CREATE TRIGGER {table}_refuse_update BEFORE UPDATE ON {table}
+       WHEN NOT EXISTS (SELECT 1 FROM {REDACTIONS} AS r
+                        WHERE r.table_name = '{table}' AND r.row_id = OLD.id AND ({cases}))
+       BEGIN SELECT RAISE(ABORT, '{table} rows are append-only: UPDATE refused'); END""")  # nosec B608: built from migration constants
+
+
+# Columns PostgreSQL computes (a BEFORE trigger sees them unset in NEW).
+_GENERATED = " - 'content_tsv'"
+
+POSTGRES_REDACTION_FUNCTION = f"""CREATE OR REPLACE FUNCTION gedweb_redactable_change()
+       RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF TG_OP = 'UPDATE' AND EXISTS (
+              SELECT 1 FROM {REDACTIONS} AS r
+              WHERE r.table_name = TG_TABLE_NAME AND r.row_id = OLD.id
+                AND (to_jsonb(NEW) - r.column_name{_GENERATED})
+                    = (to_jsonb(OLD) - r.column_name{_GENERATED})
+                AND {_splice("to_jsonb(OLD) ->> r.column_name", "to_jsonb(NEW) ->> r.column_name",
+                          postgres=True)})
+         THEN
+           RETURN NEW;
+         END IF;
+         RAISE EXCEPTION '% rows are append-only: % refused', TG_TABLE_NAME, TG_OP
+           USING ERRCODE = 'restrict_violation';
+       END $$"""
+
+
+def postgres_redactable_update(table: str) -> str:
+    return f"""CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}
+            FOR EACH ROW EXECUTE FUNCTION gedweb_redactable_change()"""
+
+
 def _run(builders: dict[str, Any], tables: tuple[str, ...]) -> Any:
     def run(apps: Any, schema_editor: Any) -> None:
         builder = builders.get(schema_editor.connection.vendor)
@@ -178,6 +238,21 @@ def _bundle_redaction_migration() -> Any:
     return importlib.import_module("governance.migrations.0009_contextbundle_redaction")
 
 
+def _text_redaction_migrations() -> list[Any]:
+    # Memory 0025 and governance 0015 made the redactable tables' UPDATE
+    # triggers; governance 0015 also the bundles' second UPDATE.
+    return [importlib.import_module("memory.migrations.0025_textredaction"),
+            importlib.import_module("governance.migrations.0015_text_redaction")]
+
+
+def redactable_tables() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Table -> (its columns, the ones a text redaction may change), as the migrations left them."""
+    tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for migration in _text_redaction_migrations():
+        tables.update(migration.REDACTABLE)
+    return tables
+
+
 BUNDLES = "governance_contextbundle"
 
 
@@ -193,7 +268,11 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
             statements = [_signed_entries_migration().SQLITE_FORWARD[1],
                           _entries_migration().SQLITE_FORWARD[1]]
         elif table == BUNDLES:
-            statements = [_bundle_redaction_migration().SQLITE_FORWARD[1],
+            statements = [_text_redaction_migrations()[1].SQLITE_FORWARD[1],
+                          sqlite_forward(table)[1]]
+        elif table in redactable_tables():
+            columns, redactable = redactable_tables()[table]
+            statements = [sqlite_redactable_update(table, columns, redactable),
                           sqlite_forward(table)[1]]
         else:
             statements = sqlite_forward(table)
@@ -202,6 +281,8 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
             statements = _redaction_migration().POSTGRES_FORWARD[2:3]
         elif table == BUNDLES:
             statements = _bundle_redaction_migration().POSTGRES_FORWARD[2:3]
+        elif table in redactable_tables():
+            statements = [postgres_redactable_update(table)]
         else:
             statements = postgres_forward(table)
     else:
@@ -211,6 +292,8 @@ def expected_triggers(vendor: str, table: str) -> dict[str, str]:
 
 def trigger_function(table: str) -> str:
     """The PostgreSQL function a table's append-only trigger runs."""
+    if table in redactable_tables():
+        return "gedweb_redactable_change"
     return {ENTRIES: "gedweb_entry_change", BUNDLES: "gedweb_bundle_change"}.get(
         table, "gedweb_refuse_change")
 
@@ -220,5 +303,7 @@ def trigger_functions() -> dict[str, str]:
     return {
         "gedweb_refuse_change": _entries_migration().POSTGRES_FORWARD[0].split("$$")[1],
         "gedweb_entry_change": _redaction_migration().POSTGRES_FORWARD[0].split("$$")[1],
-        "gedweb_bundle_change": _bundle_redaction_migration().POSTGRES_FORWARD[0].split("$$")[1],
+        "gedweb_bundle_change":
+            _text_redaction_migrations()[1].POSTGRES_FORWARD[0].split("$$")[1],
+        "gedweb_redactable_change": POSTGRES_REDACTION_FUNCTION.split("$$")[1],
     }

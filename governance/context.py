@@ -469,6 +469,13 @@ def bundle_redaction(delivery: ContextDelivery) -> Any:
     return row.redaction if row is not None else None
 
 
+def bundle_text_redaction(delivery: ContextDelivery) -> Any:
+    """The last text redaction (memory.TextRedaction) that scrubbed the stored bundle, or None."""
+    row = (ContextBundle.objects.filter(project_id=delivery.project_id, sha256=delivery.sha256)
+           .select_related("text_redaction").first())
+    return row.text_redaction if row is not None else None
+
+
 def delivered_bundle(delivery: ContextDelivery) -> Bundle | None:
     """The bundle a delivery sent, rebuilt from its stored text; None if not stored.
 
@@ -481,8 +488,10 @@ def delivered_bundle(delivery: ContextDelivery) -> Bundle | None:
     if row is None:
         return None
     # A scrubbed bundle is no longer the delivered bytes: it is given out
-    # only while its redaction record stands (bundle_redaction tells the page).
-    if row.redaction_id is None and sha256_text(row.text) != delivery.sha256:
+    # only while its redaction record stands (bundle_redaction and
+    # bundle_text_redaction tell the page).
+    if (row.redaction_id is None and row.text_redaction_id is None
+            and sha256_text(row.text) != delivery.sha256):
         return None
     sections: list[Section] = []
     at = 0

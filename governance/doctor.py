@@ -28,7 +28,7 @@ from gedweb.lib import governance as gov
 from gedweb.lib.digest import sha256_text
 from governance import ledger_checkpoints
 from governance.models import EvidenceRecord, GovernanceRevision, Skill, StandardsImport, WorkItem
-from memory import mirror
+from memory import mirror, redaction
 from memory.models import EntryVector, MemoryEntry, Project
 from memory.recall import vectors
 from memory.redaction import pre_format_entries
@@ -220,11 +220,13 @@ def check_standards(project: Project) -> Outcome:
     """Each import's bytes still hash to the sha256 its decision was bound to."""
     rows = list(StandardsImport.objects.for_project(project).select_related("decision")
                 .order_by("id"))
+    # A redacted import's content leads back to the bytes decided on through
+    # its redaction records (memory.redaction.committed_sha256).
     problems = [
         f"import {row.pk} of {row.path} ({row.status}): content hashes to "
         f"{sha256_text(row.content)}, not its recorded {row.sha256}"
         for row in rows
-        if sha256_text(row.content) != row.sha256
+        if redaction.committed_sha256(row, "content") != row.sha256
     ]
     accepted = sum(1 for row in rows if row.status == "accepted")
     return Outcome("standards", problems, f"{_plural(len(rows), 'import')}, {accepted} accepted")
@@ -246,7 +248,7 @@ def check_skills(project: Project) -> Outcome:
         f"skill {skill.name} v{skill.version}: content hashes to {skill.content_hash}, "
         f"not its recorded {skill.recorded_hash}"
         for skill in current
-        if skill.recorded_hash is not None and skill.recorded_hash != skill.content_hash
+        if skill.recorded_hash is not None and skill.recorded_hash != skill.committed_hash
     ]
     verified = sum(1 for skill in current if skill.verified)
     return Outcome("skills", problems, f"{_plural(len(current), 'skill')}, {verified} verified")
@@ -319,6 +321,13 @@ def check_recall_index(project: Project) -> Outcome:
     return Outcome("recall-index", problems, summary)
 
 
+def check_text_redactions(project: Project) -> Outcome:
+    """Every secret cut out of a stored text is on a record GedWeb signed (memory.redaction)."""
+    count, problems = redaction.text_redaction_problems(project)
+    return Outcome("text-redactions", problems,
+                   f"{_plural(count, 'text redaction')}, each signed")
+
+
 PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_chain,
     check_mirror,
@@ -327,6 +336,7 @@ PROJECT_CHECKS: tuple[Callable[[Project], Outcome], ...] = (
     check_standards,
     check_ledger,
     check_skills,
+    check_text_redactions,
     check_token_names,
     check_recall_index,
 )

@@ -50,7 +50,7 @@ from governance.models import (
     WorkFile,
     WorkItem,
 )
-from memory import checkpoints
+from memory import checkpoints, redaction
 from memory.locks import lock_project
 from memory.models import DocumentRevision, Project, format_timestamp
 
@@ -69,7 +69,7 @@ def standards_import_fields(row: Any) -> dict[str, Any]:
         "project_id": row.project_id,
         "path": row.path,
         "sha256": row.sha256,
-        "content_sha256": sha256_text(row.content),
+        "content_sha256": _text(row, "content"),
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
     }
@@ -89,6 +89,12 @@ def _optional_digest(text: str | None) -> str | None:
     return None if text is None else sha256_text(text)
 
 
+def _text(row: Any, column: str) -> str | None:
+    # The digest the record committed to: a text a redaction changed since
+    # (memory.TextRedaction) leads back to it through the redaction records.
+    return redaction.committed_sha256(row, column)
+
+
 def document_revision_fields(row: Any) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -96,8 +102,8 @@ def document_revision_fields(row: Any) -> dict[str, Any]:
         "path": row.path,
         "revision": row.revision,
         "sha256": row.sha256,
-        "content_sha256": sha256_text(row.content),
-        "reason_sha256": _optional_digest(row.reason),
+        "content_sha256": _text(row, "content"),
+        "reason_sha256": _text(row, "reason"),
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
     }
@@ -108,7 +114,7 @@ def work_item_fields(row: Any) -> dict[str, Any]:
         "id": row.id,
         "project_id": row.project_id,
         "work_id": row.work_id,
-        "summary_sha256": sha256_text(row.summary),
+        "summary_sha256": _text(row, "summary"),
         "mode": row.mode,
         "created_at": format_timestamp(row.created_at),
         "branch": row.branch,
@@ -124,7 +130,7 @@ def governance_revision_fields(row: Any) -> dict[str, Any]:
         "id": row.id,
         "work_id": row.work_id,
         "revision": row.revision,
-        "document_sha256": sha256_text(row.document_json),
+        "document_sha256": _text(row, "document_json"),
         "evidence_count": row.evidence_count,
         "operation": row.operation,
         "author": row.author,
@@ -138,7 +144,7 @@ def evidence_record_fields(row: Any) -> dict[str, Any]:
         "work_id": row.work_id,
         "position": row.position,
         "evidence_id": row.evidence_id,
-        "record_sha256": sha256_text(row.record_json),
+        "record_sha256": _text(row, "record_json"),
         "revision": row.revision,
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
@@ -162,7 +168,7 @@ def work_file_fields(row: Any) -> dict[str, Any]:
         "work_id": row.work_id,
         "name": row.name,
         "version": row.version,
-        "content_sha256": sha256_text(row.content),
+        "content_sha256": _text(row, "content"),
         "author": row.author,
         "created_at": format_timestamp(row.created_at),
     }
@@ -178,11 +184,11 @@ def skill_fields(row: Any) -> dict[str, Any]:
         "project_id": row.project_id,
         "name": row.name,
         "version": row.version,
-        "content_sha256": sha256_text(row.content),
+        "content_sha256": _text(row, "content"),
         "recorded_hash": row.recorded_hash,
         "provenance": row.provenance,
-        "reason_sha256": sha256_text(row.reason),
-        "source_sha256": _optional_digest(row.source),
+        "reason_sha256": _text(row, "reason"),
+        "source_sha256": _text(row, "source"),
         "installed_at": format_timestamp(row.installed_at),
         "gedpi_record_sha256": _optional_digest(row.gedpi_record),
         "author": row.author,

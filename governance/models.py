@@ -515,10 +515,22 @@ class Skill(AppendOnlyModel):
         return sha256_text(self.content)
 
     @property
+    def committed_hash(self) -> str:
+        """The hash of the content as written, through its redactions (memory.TextRedaction).
+
+        A skill whose secret an operator cut out (memory.redaction) keeps the
+        provenance hash of the text it was installed with: the redaction
+        records lead from that hash to the content stored now.
+        """
+        from memory.redaction import committed_sha256
+
+        return committed_sha256(self, "content") or self.content_hash
+
+    @property
     def verified(self) -> bool:
         return (
             self.provenance == self.Provenance.REUSABLE_EXPLICIT
-            and self.recorded_hash == self.content_hash
+            and self.recorded_hash == self.committed_hash
         )
 
     @property
@@ -610,6 +622,12 @@ class ContextBundle(AppendOnlyModel):
     # Nullable, so adding it kept SQLite's append-only triggers.
     redaction = models.ForeignKey(
         "memory.MemoryEntry", on_delete=models.PROTECT, null=True, blank=True,
+        related_name="scrubbed_bundles",
+    )
+    # Set when a redaction of another stored text (a document, a skill...: a
+    # memory.TextRedaction) scrubbed the secret out of ``text``; the last one.
+    text_redaction = models.ForeignKey(
+        "memory.TextRedaction", on_delete=models.PROTECT, null=True, blank=True,
         related_name="scrubbed_bundles",
     )
 

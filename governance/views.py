@@ -18,7 +18,12 @@ from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
 from gedweb.lib.textdiff import TooLarge, line_diff
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
 from governance import provenance, selectors, services, skills, standards
-from governance.context import Bundle, bundle_redaction, delivered_bundle
+from governance.context import (
+    Bundle,
+    bundle_redaction,
+    bundle_text_redaction,
+    delivered_bundle,
+)
 from governance.models import ContextDelivery, GovernanceRevision, Skill, StandardsImport, WorkItem
 
 
@@ -249,6 +254,7 @@ def context_delivery(request: HttpRequest, project_id: str, delivery_id: int) ->
         "delivery": delivery,
         "bundle": bundle,
         "redaction": bundle_redaction(delivery) if bundle is not None else None,
+        "text_redaction": bundle_text_redaction(delivery) if bundle is not None else None,
     })
 
 
@@ -271,6 +277,10 @@ def context_delivery_bundle(request: HttpRequest, project_id: str,
     if redaction is not None:
         # Not the delivered bytes any more: the seq of the record that cut them.
         response["X-Context-Redacted-By"] = str(redaction.seq)
+    cut = bundle_text_redaction(delivery)
+    if cut is not None:
+        # A secret cut out of a document, skill or other text it delivered.
+        response["X-Context-Text-Redaction"] = str(cut.pk)
     suffix = "json" if is_json else "txt"
     response["Content-Disposition"] = (
         f'inline; filename="{project.pk}-context-{delivery.pk}.{suffix}"'

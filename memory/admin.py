@@ -44,6 +44,7 @@ from memory.models import (
     ProjectQuota,
     ProjectToken,
     SecretFinding,
+    TextRedaction,
 )
 
 if TYPE_CHECKING:
@@ -632,9 +633,10 @@ class AllowedSecretAdmin(ProjectScopedAdmin):
 class SecretFindingAdmin(ReadOnlyAdmin):
     """What the last `manage.py memory scan` found in stored text; never the secret itself.
 
-    Each finding links to its redaction: an entry's to the redaction of that
-    entry (the confirmation page of the entries' "Redact content" action,
-    which checks the redact permission again when it is submitted).
+    Each finding links to its redaction (memory.redaction.finding_redact): a
+    confirmation page that says what will change and asks why; submitting
+    it (CSRF-checked, the redact permission checked again) redacts an
+    entry's content, or cuts the secret out of any other stored text.
     """
 
     list_display = ["project", "source", "where", "field", "kind", "line", "column", "rule",
@@ -654,11 +656,12 @@ class SecretFindingAdmin(ReadOnlyAdmin):
 
     @admin.display(description="redaction")
     def redaction(self, obj: SecretFinding) -> str:
-        if obj.seq is None:
-            return format_html("none for a {} yet: change or remove the text at its source",
-                               obj.source.replace("_", " "))
+        if not redaction.redactable(obj):
+            return format_html("none: {}", redaction.why_not_redactable(obj))
         url = reverse("admin:memory_secretfinding_redact", args=[obj.pk])
-        return format_html('<a href="{}">redact entry {}</a>', url, obj.seq)
+        what = (f"entry {obj.seq}" if obj.source == "entry"
+                else f"{obj.source.replace('_', ' ')} {obj.field}")
+        return format_html('<a href="{}">redact {}</a>', url, what)
 
     def get_urls(self) -> list[URLPattern]:
         redact = path("<path:object_id>/redact/",
@@ -667,19 +670,43 @@ class SecretFindingAdmin(ReadOnlyAdmin):
         return [redact, *super().get_urls()]
 
     def redact_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The entry's redaction, confirmed on the entries' own action page."""
-        finding = self.get_object(request, unquote(object_id))
-        if finding is None or finding.seq is None:
-            raise Http404("no finding with an entry to redact")
+        """Confirm, then redact what the finding found (memory.redaction.finding_redact)."""
         if not request.user.has_perm("memory.redact_memoryentry"):
             raise PermissionDenied
-        entry = MemoryEntry.objects.select_related("project").get(project=finding.project,
-                                                                  seq=finding.seq)
-        return TemplateResponse(request, "admin/memory/memoryentry/redact.html", {
-            **self.admin_site.each_context(request), "opts": MemoryEntry._meta,
-            "entries": [entry], "by": operator_name(request),
-            "reason": f"{finding.kind} found by memory scan",
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "form_action": reverse("admin:memory_memoryentry_changelist"),
-            "title": "Redact content",
+        finding = self.get_object(request, unquote(object_id))
+        if finding is None or not redaction.redactable(finding):
+            raise Http404("no finding with a redaction")
+        reason = request.POST.get("reason", f"{finding.kind} found by memory scan")
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            try:
+                redaction.finding_redact(finding_id=finding.pk, reason=reason,
+                                         by=operator_name(request))
+            except DomainError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            except ValidationError as exc:
+                self.message_user(request, validation_error_line(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"Redacted the {finding.kind} in {finding.source} "
+                                  f"{finding.where()} ({finding.field}).", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:memory_secretfinding_changelist"))
+        return TemplateResponse(request, "admin/memory/secretfinding/redact.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta,
+            "finding": finding, "reason": reason, "by": operator_name(request),
+            "title": "Redact a secret",
         })
+
+
+@admin.register(TextRedaction)
+class TextRedactionAdmin(ReadOnlyAdmin):
+    """The secrets cut out of stored texts: who, when, why and where (append-only, signed)."""
+
+    list_display = ["project", "source", "where", "field", "kind", "redacted_by", "reason",
+                    "created_at"]
+    list_filter = ["source", ("project", ProjectFilter)]
+    list_select_related = ["project"]
+    search_fields = ["fingerprint", "kind", "redacted_by"]
+    ordering = ["project_id", "-id"]
+
+    @admin.display(description="row")
+    def where(self, obj: TextRedaction) -> str:
+        return " ".join(f"{key} {value}" for key, value in obj.row.items())

@@ -20,6 +20,7 @@ from django.http import StreamingHttpResponse
 
 from gedweb.lib.canonical import canonical_json
 from gedweb.lib.chain import is_redacted
+from gedweb.lib.digest import sha256_text
 from memory.models import DocumentRevision, MemoryEntry, Project, format_timestamp
 
 EXPORT_BATCH = 1_000
@@ -127,6 +128,10 @@ def documents_archive(project: Project) -> Iterator[bytes]:
                 "current": newest.get(row.path) == row.revision, "author": row.author,
                 "reason": row.reason, "created_at": format_timestamp(row.created_at),
                 "sha256": row.sha256,
+                # A secret redacted out of it since (memory.redaction): the file is
+                # no longer the bytes ``sha256`` names; the record explains them.
+                **({"redacted": True, "content_sha256": digest}
+                   if (digest := sha256_text(row.content)) != row.sha256 else {}),
             })
             yield sink.drain()
         archive.writestr(f"{root}/MANIFEST.json",

@@ -531,6 +531,59 @@ class AllowedSecret(AppendOnlyModel):
         return f"{self.project_id}: {self.fingerprint[:12]} allowed by {self.allowed_by}"
 
 
+class TextRedaction(AppendOnlyModel):
+    """A secret cut out of one stored text other than an entry's content (memory.redaction).
+
+    The span ``cut_start``/``cut_length`` (characters) of column
+    ``column_name`` of row ``row_id`` of table ``table_name`` became
+    ``notice``; the text was ``before_length`` characters long and hashed to
+    ``before_sha256``, and hashes to ``after_sha256`` after; ``mac`` signs it
+    all. The append-only
+    triggers of the redactable tables let exactly that UPDATE through, once
+    (memory 0025, governance 0015), and every verifier that hashed the text
+    follows the records from the digest it committed to to the text stored
+    now (memory.redaction.committed_sha256). Append-only itself: who, when,
+    why and what stay on record.
+    """
+
+    append_only_rows = "text redactions"
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="text_redactions")
+    # The scan's name of the source and of the row (memory.secret_scan).
+    source = models.CharField(max_length=40)
+    row = models.JSONField()
+    field = models.CharField(max_length=300)
+    table_name = models.CharField(max_length=63)
+    row_id = models.BigIntegerField()
+    column_name = models.CharField(max_length=63)
+    cut_start = models.PositiveBigIntegerField()
+    cut_length = models.PositiveIntegerField()
+    notice = models.TextField()
+    before_length = models.PositiveBigIntegerField()
+    before_sha256 = models.CharField(max_length=64)
+    after_sha256 = models.CharField(max_length=64)
+    kind = models.CharField(max_length=100)
+    fingerprint = models.CharField(max_length=64)
+    reason = models.TextField()
+    redacted_by = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    # The HMAC of the record's digest under the signing key, and that key's id
+    # (memory.redaction.seal_text_redaction): a role that may INSERT could
+    # add a record and then the UPDATE it describes; the verifiers follow
+    # only records GedWeb signed, so such a change is found, not explained.
+    mac = models.CharField(max_length=64)
+    key_id = models.CharField(max_length=16)
+
+    class Meta:
+        ordering = ["project_id", "id"]
+        indexes = [models.Index(fields=["table_name", "row_id"],
+                                name="memory_textredaction_row")]
+
+    def __str__(self) -> str:
+        return (f"{self.project_id}: {self.kind} cut from {self.source} "
+                f"{' '.join(f'{k} {v}' for k, v in self.row.items())} by {self.redacted_by}")
+
+
 class SecretFinding(models.Model):
     """A secret the scanner found in stored text, as of the last `manage.py memory scan`.
 

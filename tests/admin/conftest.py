@@ -21,7 +21,13 @@ from governance import context, skills, standards
 from governance import services as gov
 from governance.models import ContextDelivery, StandardsImport, WorkItem
 from memory import documents, secret_scan, services
-from memory.models import ChainCheckpoint, Membership, MemoryCandidate, SecretFinding
+from memory.models import (
+    ChainCheckpoint,
+    Membership,
+    MemoryCandidate,
+    SecretFinding,
+    TextRedaction,
+)
 from tests.django_fixtures import *  # noqa: F403  (the Django suite's shared fixtures)
 from tests.django_fixtures import ProjectWithToken
 from tests.governance.support import PLANNED, add_evidence, open_work
@@ -31,7 +37,7 @@ VIEW_ONLY = [
     f"memory.view_{model}" for model in (
         "project", "projecttoken", "membership", "memoryentry", "chaincheckpoint",
         "memorycandidate", "documentrevision", "projectquota", "allowedsecret",
-        "secretfinding",
+        "secretfinding", "textredaction",
     )
 ] + [
     f"governance.view_{model}" for model in (
@@ -191,6 +197,17 @@ def populate(project: ProjectWithToken, member: Any) -> dict[str, Any]:
             kind="github-token", rule_origin="gedweb", rule_version="1", line=1, column=1,
             offset=0, length=40, fingerprint=hashlib.sha256(b"f" + p.pk.encode()).hexdigest(),
             allowed=False, found_at=timezone.now()),
+        # As a redaction leaves it (inserted directly, like the checkpoint: only
+        # the row matters to the admin; tests/memory/test_text_redaction.py
+        # makes real ones).
+        "text_redaction": TextRedaction.objects.create(
+            project=p, source="document", row={"path": "PROJECT.md", "revision": 1},
+            field="content", table_name="memory_documentrevision", row_id=0,
+            column_name="content", cut_start=0, cut_length=1, notice="[redacted]",
+            before_length=1, before_sha256="0" * 64, after_sha256="0" * 64,
+            kind="github-token", fingerprint=hashlib.sha256(b"t" + p.pk.encode()).hexdigest(),
+            reason=f"a fixture of {p.pk}", redacted_by="seed", created_at=timezone.now(),
+            mac="0" * 64, key_id=""),
     }
 
 

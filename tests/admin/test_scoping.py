@@ -47,7 +47,7 @@ def test_every_project_bound_model_is_scoped_and_seeded():
         "MemoryCandidate", "DocumentRevision", "WorkItem", "GovernanceRevision",
         "EvidenceRecord", "WorkFile", "TaskArtifact", "ActiveWork", "StandardsImport",
         "StandardsDecision", "Skill", "ContextDelivery", "ProjectQuota", "AllowedSecret",
-        "SecretFinding",
+        "SecretFinding", "TextRedaction",
     }
 
 
@@ -55,7 +55,7 @@ def test_every_project_bound_model_is_scoped_and_seeded():
     "Project", "ProjectToken", "Membership", "MemoryEntry", "ChainCheckpoint",
     "MemoryCandidate", "DocumentRevision", "WorkItem", "GovernanceRevision", "EvidenceRecord",
     "WorkFile", "TaskArtifact", "ActiveWork", "StandardsImport", "StandardsDecision", "Skill",
-    "ContextDelivery", "ProjectQuota", "AllowedSecret", "SecretFinding",
+    "ContextDelivery", "ProjectQuota", "AllowedSecret", "SecretFinding", "TextRedaction",
 ])
 def test_lists_and_object_pages_show_only_operated_projects(world, model_name):
     model, model_admin = next((m, a) for m, a in scoped_admins() if m.__name__ == model_name)

@@ -66,8 +66,10 @@ def test_the_list_links_each_entry_finding_to_its_redaction(root, found):
     assert TOKEN not in html
 
 
-def test_a_finding_outside_an_entry_says_it_has_no_redaction(root, alpha, settings):
+def test_a_finding_outside_an_entry_links_to_the_redaction_of_its_text(root, alpha,
+                                                                       settings):
     from memory.documents import document_put
+    from memory.models import DocumentRevision, TextRedaction
 
     document_put(project=alpha.project, path="CONTEXT.md", content=f"# C\n\n{TOKEN}\n",
                  author="cli")
@@ -75,32 +77,46 @@ def test_a_finding_outside_an_entry_says_it_has_no_redaction(root, alpha, settin
     with pytest.raises(CommandError):
         call_command("memory", "scan")
     (finding,) = SecretFinding.objects.all()
+    url = f"/admin/memory/secretfinding/{finding.pk}/redact/"
     html = root.get("/admin/memory/secretfinding/").content.decode()
-    assert "none for a document yet" in html
-    assert root.get(f"/admin/memory/secretfinding/{finding.pk}/redact/").status_code == 404
+    assert f'<a href="{url}">redact document content</a>' in html
+    page = root.get(url).content.decode()
+    assert TOKEN not in page and "CONTEXT.md" in page and 'name="reason"' in page
+    done = root.post(url, {"confirm": "yes", "reason": "a token found by memory scan"})
+    assert done.status_code == 302
+    (revision,) = DocumentRevision.objects.filter(project=alpha.project)
+    (record,) = TextRedaction.objects.all()
+    assert revision.content == f"# C\n\n{record.notice}\n" and TOKEN not in revision.content
+    assert (record.redacted_by, record.reason) == ("user:root", "a token found by memory scan")
+    assert not SecretFinding.objects.exists()
+    call_command("memory", "scan")  # nothing found: exit 0
 
 
 def test_following_the_link_and_confirming_redacts_the_entry(root, found):
     entry = found["alpha"]
     finding = SecretFinding.objects.get(project_id="alpha", seq=entry.seq)
-    page = root.get(f"/admin/memory/secretfinding/{finding.pk}/redact/")
+    url = f"/admin/memory/secretfinding/{finding.pk}/redact/"
+    page = root.get(url)
     html = page.content.decode()
     assert page.status_code == 200 and TOKEN not in html
-    assert 'action="/admin/memory/memoryentry/"' in html
-    assert f'name="_selected_action" value="{entry.pk}"' in html
-    done = root.post("/admin/memory/memoryentry/", {
-        "action": "redact_entries", "_selected_action": [entry.pk], "confirm": "yes",
-        "reason": "a token found by memory scan"})
+    assert "whole content leaves the database" in html
+    done = root.post(url, {"confirm": "yes", "reason": "a token found by memory scan"})
     assert done.status_code == 302
     entry.refresh_from_db()
     assert TOKEN not in entry.content and entry.content.startswith("[redacted by")
     assert MemoryEntry.objects.filter(project_id="alpha", category="redaction").count() == 1
+    assert not SecretFinding.objects.filter(project_id="alpha", seq=entry.seq).exists()
+    assert SecretFinding.objects.filter(project_id="alpha").count() == 1  # the other entry's
 
 
 def test_the_redaction_link_needs_the_redact_permission(staff, found, alpha):
     finding = SecretFinding.objects.filter(project_id="alpha").first()
     vera = staff("vera", VIEW_ONLY, operator_of=(alpha,))
     assert vera.get(f"/admin/memory/secretfinding/{finding.pk}/redact/").status_code == 403
+    posted = vera.post(f"/admin/memory/secretfinding/{finding.pk}/redact/",
+                       {"confirm": "yes", "reason": "mine"})
+    assert posted.status_code == 403
+    assert not MemoryEntry.objects.filter(category="redaction").exists()
 
 
 def test_another_projects_finding_is_not_reached(staff, found, alpha):

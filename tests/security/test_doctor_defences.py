@@ -59,7 +59,7 @@ def test_the_registry_lists_each_table_after_the_tables_it_references():
 def test_an_intact_database_passes(alpha):
     code, lines, _ = doctor_run("--project", "alpha")
     assert code == 0
-    assert "ok   database: append-only triggers (16 tables refuse UPDATE and DELETE)" in lines
+    assert "ok   database: append-only triggers (17 tables refuse UPDATE and DELETE)" in lines
 
 
 # --- SQLite -----------------------------------------------------------------------------------

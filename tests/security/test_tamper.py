@@ -50,6 +50,7 @@ APPEND_ONLY_TABLES = (
     importlib.import_module("memory.migrations.0003_documents").TABLES
     + importlib.import_module("memory.migrations.0006_chain_checkpoint").TABLES
     + importlib.import_module("memory.migrations.0013_allowedsecret").TABLES
+    + importlib.import_module("memory.migrations.0025_textredaction").TABLES
     + importlib.import_module("governance.migrations.0002_append_only").TABLES
     + importlib.import_module("governance.migrations.0004_append_only").TABLES
     + importlib.import_module("governance.migrations.0006_ledgerrecord").TABLES
@@ -935,6 +936,34 @@ def test_the_application_role_can_redact_but_not_vacuum(app_role, chained):
     with pytest.raises(DatabaseError, match="permission denied"), transaction.atomic(), \
             connection.cursor() as cursor:
         cursor.execute(f"UPDATE {ENTRIES} SET author = 'mallory' WHERE seq = 2")
+
+
+@postgres_only
+def test_the_application_role_can_redact_a_secret_in_any_text_and_nothing_else(
+        app_role, chained, settings):
+    from governance.skills import skill_put
+    from memory.documents import document_put
+    from memory.models import DocumentRevision, SecretFinding
+    from memory.redaction import finding_redact
+
+    token = "rotated-admin-token-0123456789abcdef"
+    document_put(project=chained.project, path="CONTEXT.md", content=f"# C\n\n{token}\n",
+                 author="cli")
+    skill_put(project=chained.project, name="deploy",
+              content=f"---\nname: deploy\ndescription: Deploy it.\n---\n\nRun {token}\n",
+              reason="needed", source=None, author="cli")
+    settings.ADMIN_TOKEN = token
+    from memory import secret_scan
+
+    secret_scan.record_findings(chained.project)
+    for finding in SecretFinding.objects.filter(project=chained.project):
+        result = finding_redact(finding_id=finding.pk, reason="rotated", by="user:olga")
+        assert "inside a transaction" in result.purge["skipped"]
+    assert token not in DocumentRevision.objects.get(project=chained.project).content
+    # The column grants reach no other column.
+    with pytest.raises(DatabaseError, match="permission denied"), transaction.atomic(), \
+            connection.cursor() as cursor:
+        cursor.execute("UPDATE memory_documentrevision SET author = 'mallory'")
 
 
 # --- T03: nothing in the code turns the triggers off ------------------------------------------

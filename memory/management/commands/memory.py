@@ -119,7 +119,11 @@ class Command(GedWebCommand):
             "content becomes the notice of a redaction record (docs/operations.md, Redaction)",
         )
         redact.add_argument("--project", required=True)
-        redact.add_argument("--seq", type=int, required=True, help="the entry to redact")
+        what = redact.add_mutually_exclusive_group(required=True)
+        what.add_argument("--seq", type=int, help="the entry to redact")
+        what.add_argument("--finding", type=int,
+                          help="the secret finding (of `memory scan`, its id in the admin) to "
+                          "redact: an entry's content, or the secret's span in any other text")
         redact.add_argument("--reason", required=True, help="why (recorded, shown in its place)")
         redact.add_argument("--by", default=None,
                             help="who redacts (recorded; default cli:<login name>)")
@@ -346,14 +350,35 @@ class Command(GedWebCommand):
             "created_at": record.created_at.isoformat(),
         }))
 
-    def _redact(self, *, project: str, seq: int, reason: str, by: str | None,
-                full_vacuum: bool, **_: Any) -> None:
+    def _redact(self, *, project: str, seq: int | None, finding: int | None, reason: str,
+                by: str | None, full_vacuum: bool, **_: Any) -> None:
         target = get_project(project)
         who = by if by is not None else f"cli:{getpass.getuser()}"[:redaction.MAX_BY_CHARS]
+        if finding is not None:
+            found = run_service(lambda: redaction.finding_redact(
+                finding_id=finding, reason=reason, by=who, full_vacuum=full_vacuum,
+                project=target))
+            if isinstance(found, redaction.TextRedactionResult):
+                record = found.redaction
+                self.stdout.write(to_json({
+                    "project_id": target.pk,
+                    "redaction": {"id": record.pk, "source": record.source, **record.row,
+                                  "field": record.field, "kind": record.kind,
+                                  "notice": record.notice, "by": record.redacted_by,
+                                  "created_at": record.created_at.isoformat()},
+                    "purge": found.purge, "copies_scrubbed": found.copies_scrubbed,
+                }))
+                return
+            self._entry_redacted(target.pk, found)
+            return
         result = run_service(lambda: redaction.memory_entry_redact(
-            project=target, seq=seq, reason=reason, by=who, full_vacuum=full_vacuum))
+            project=target, seq=int(seq or 0), reason=reason, by=who, full_vacuum=full_vacuum))
+        self._entry_redacted(target.pk, result)
+
+    def _entry_redacted(self, project_id: str, result: redaction.RedactionResult) -> None:
+        seq = result.entry.seq
         self.stdout.write(to_json({
-            "project_id": target.pk,
+            "project_id": project_id,
             "entry": EntrySerializer.render(result.entry),
             "record": EntrySerializer.render(result.record),
             "mirror_rebuilt": result.mirror_rebuilt,
@@ -365,4 +390,5 @@ class Command(GedWebCommand):
                                "run `manage.py memory mirror --rebuild`", returncode=1)
 
     def _purge(self, *, full_vacuum: bool, **_: Any) -> None:
-        self.stdout.write(to_json(redaction.purge(full=full_vacuum)))
+        self.stdout.write(to_json(redaction.purge(full=full_vacuum,
+                                                  tables=redaction.redactable_tables())))
