@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("memory", "0023_memoryentry_mac"),
+        ("memory", "0025_textredaction"),
     ]
 
     operations = [
