@@ -97,6 +97,26 @@ ARTIFACTS: list[dict[str, Any]] = [
         ),
     },
     {
+        "artifact": "memory.TextRedaction",
+        "storage": "database",
+        "producer": (
+            "memory.redaction.finding_redact (the admin's redaction of a finding, "
+            "`memory redact --finding`)"
+        ),
+        "consumers": [
+            "the redactable tables' UPDATE triggers (memory 0025, governance 0015)",
+            "verifiers of redacted texts (memory.redaction.committed_sha256: ledger, doctor, "
+            "skills)",
+            "Django admin (read-only list)",
+        ],
+        "authority": "durable-data",
+        "lifecycle": (
+            f"{_APPEND_ONLY}; signed (mac, key_id); one per secret cut from a stored text "
+            "other than an entry's content: where, the span, the notice, the text's length "
+            "and sha256 before and after, who, when and why"
+        ),
+    },
+    {
         "artifact": "memory.SecretFinding",
         "storage": "database",
         "producer": "memory.secret_scan.record_findings (`manage.py memory scan`)",

@@ -357,6 +357,8 @@ PAGES: list[PageRow] = [
              "/p/{p}/memory/?category=decision&source=architect")),
     PageRow("GET", f"{PP}memory/<ref:ref>", PROJECT_PAGE, LOGIN_NOTE,
             ("/p/{p}/memory/{seq}", "/p/{p}/memory/{uuid}")),
+    PageRow("GET", f"{PP}memory/authors/<str:author>/", PROJECT_PAGE, LOGIN_NOTE,
+            ("/p/{p}/memory/authors/agent-claude/",)),
     PageRow("GET", f"{PP}mirror/", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/mirror/",)),
     PageRow("GET", f"{PP}MEMORY.md", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/MEMORY.md",)),
     PageRow("GET", f"{PP}memory.jsonl", PROJECT_PAGE, LOGIN_NOTE, ("/p/{p}/memory.jsonl",)),
