@@ -335,6 +335,27 @@ def test_on_sqlite_the_counter_file_is_private_and_commits_without_fsync(live_db
     assert counters.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
 
 
+def test_a_new_counter_file_is_private_before_sqlite_writes_to_it(tmp_path):
+    """The file is made 0600 first, whatever the umask; SQLite gives its WAL files that mode.
+
+    (The test above reaches a file the suite's first request already opened.)
+    """
+    path = str(tmp_path / "db.sqlite3-rates")
+    with closing(throttling._open_counters(path, shared=False)) as counters:
+        counters.execute(f"INSERT INTO {throttling.COUNTER_TABLE} VALUES ('k', 1, 1)")
+        for suffix in ("", "-wal", "-shm"):
+            assert stat.S_IMODE(os.stat(path + suffix).st_mode) == 0o600, suffix
+
+
+def test_in_memory_counters_leave_no_file_behind(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with closing(throttling._open_counters(throttling.IN_MEMORY, shared=True)) as counters:
+        counters.execute(f"INSERT INTO {throttling.COUNTER_TABLE} VALUES ('k', 1, 1)")
+        assert counters.execute(f"SELECT hits FROM {throttling.COUNTER_TABLE}").fetchall() == [
+            (1,)]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_each_process_deletes_the_rows_of_windows_that_are_over(alpha, settings, monkeypatch):
     settings.REDIS_URL = None
     limits(settings, requests=Rate(10, 60))
