@@ -347,6 +347,36 @@ def test_a_new_counter_file_is_private_before_sqlite_writes_to_it(tmp_path):
             assert stat.S_IMODE(os.stat(path + suffix).st_mode) == 0o600, suffix
 
 
+@pytest.mark.parametrize(("options", "milliseconds"), [({"timeout": 7}, 7000), ({}, 5000)])
+def test_the_counter_file_waits_for_its_lock_as_long_as_the_database(tmp_path, monkeypatch,
+                                                                     options, milliseconds):
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", options)
+    with closing(throttling._open_counters(str(tmp_path / "rates"), shared=False)) as counters:
+        assert counters.execute("PRAGMA busy_timeout").fetchone() == (milliseconds,)
+
+
+def test_a_threads_own_counter_connection_is_refused_to_other_threads(tmp_path):
+    """Only the in-memory store's one connection is shared (under its lock)."""
+    own = throttling._open_counters(str(tmp_path / "rates"), shared=False)
+    shared = throttling._open_counters(throttling.IN_MEMORY, shared=True)
+    with closing(own), closing(shared), ThreadPoolExecutor(max_workers=1) as pool:
+        with pytest.raises(sqlite3.ProgrammingError, match="same thread"):
+            pool.submit(own.execute, "SELECT 1").result()
+        assert pool.submit(lambda: shared.execute("SELECT 1").fetchone()).result() == (1,)
+
+
+def test_a_thread_that_moves_to_another_counter_file_closes_the_first(tmp_path):
+    first = throttling._counter_file(str(tmp_path / "a-rates"))
+    second = throttling._counter_file(str(tmp_path / "b-rates"))
+    assert second is not first
+    assert throttling._counter_file(str(tmp_path / "b-rates")) is second
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        first.execute("SELECT 1")
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the thread's own, as above
+        with pytest.raises(sqlite3.ProgrammingError, match="same thread"):
+            pool.submit(second.execute, "SELECT 1").result()
+
+
 def test_in_memory_counters_leave_no_file_behind(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with closing(throttling._open_counters(throttling.IN_MEMORY, shared=True)) as counters:
@@ -359,12 +389,18 @@ def test_in_memory_counters_leave_no_file_behind(tmp_path, monkeypatch):
 def test_each_process_deletes_the_rows_of_windows_that_are_over(alpha, settings, monkeypatch):
     settings.REDIS_URL = None
     limits(settings, requests=Rate(10, 60))
-    store_count("requests:token:gone:60:1", 7, 60)
+    # The window that ended as this one began, and one that ends after this one.
+    window_start = int(time.time()) // 60 * 60
+    store_count("requests:token:gone:60:1", 7, window_start)
+    store_count("requests:token:later:60:1", 3, window_start + 120)
     monkeypatch.setattr(throttling, "_cleared_until", {})
 
     assert bearer_client(alpha.token).get("/v1/projects/alpha/memory").status_code == 200
 
-    [(key, (hits, expires_at))] = stored_counts().items()
+    counts = stored_counts()
+    assert "requests:token:gone:60:1" not in counts
+    assert counts.pop("requests:token:later:60:1") == (3, window_start + 120)
+    [(key, (hits, expires_at))] = counts.items()
     assert key.startswith("requests:token:")
     assert hits == 1
     assert expires_at == (int(time.time()) // 60 + 1) * 60
@@ -392,6 +428,21 @@ def test_with_redis_the_counters_live_in_redis_and_expire(alpha, settings, redis
     assert cache.get(key) == 1
     ttl = require_redis().ttl(cache.make_key(key))
     assert 0 < ttl <= 61
+
+
+def test_a_redis_count_that_incr_started_gets_the_windows_expiry(redis_counters):
+    """INCR of a key that expired after Django's check makes it anew, without a TTL.
+
+    A key holding 0 with no TTL is what that leaves: the count of 1 that
+    follows gives it the window's.
+    """
+    cache = caches["rate_limits"]
+    cache.set("requests:racy", 0, timeout=None)
+    now = int(time.time())
+    assert throttling._count_in_redis("requests:racy", now + 1000, now) == 1
+    ttl = cache._cache.get_client(write=False).ttl(cache.make_and_validate_key("requests:racy"))
+    assert 990 <= ttl <= 1001
+    assert throttling._count_in_redis("requests:racy", now + 1000, now) == 2
 
 
 @pytest.mark.parametrize("rate", [Rate(1, 60), Rate(7, 3600)])
