@@ -147,6 +147,19 @@ def test_a_token_past_its_request_rate_gets_429_with_retry_after(alpha, settings
     assert client.get("/v1/projects/alpha/context").status_code == 429
 
 
+def test_a_window_that_ends_within_the_second_says_retry_after_1(alpha, settings, counters):
+    """Retry-After is at least one second, never more than the window has left."""
+    limits(settings, requests=Rate(1, 1))
+    client = bearer_client(alpha.token)
+    # One request per second is allowed: the second of a pair in the same second is refused.
+    for _ in range(50):
+        response = client.get("/v1/projects/alpha/memory")
+        if response.status_code == 429:
+            break
+    assert response.status_code == 429
+    assert response["Retry-After"] == "1"
+
+
 def test_a_refused_write_stores_nothing_and_reads_go_on(alpha, settings, counters):
     limits(settings, requests=Rate(100, 3600), writes=Rate(2, 3600))
     wait_for_a_fresh_window(3600, 30)
@@ -377,6 +390,25 @@ def test_a_thread_that_moves_to_another_counter_file_closes_the_first(tmp_path):
             pool.submit(second.execute, "SELECT 1").result()
 
 
+def test_each_counter_file_of_a_process_has_its_expired_rows_deleted(tmp_path, settings,
+                                                                      monkeypatch):
+    """A process that counts in two files (two databases) clears each one's windows."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's counter files")
+    settings.REDIS_URL = None
+    monkeypatch.setattr(throttling, "_cleared_until", {})
+    now = time.time()
+    for name in ("one.sqlite3", "two.sqlite3"):
+        monkeypatch.setitem(connection.settings_dict, "NAME", str(tmp_path / name))
+        path = throttling.counter_file_path()
+        counters = throttling._counter_file(path)
+        counters.execute(f"INSERT INTO {throttling.COUNTER_TABLE} VALUES ('old', 1, 60)")
+        assert throttling.count_request("requests:x", Rate(10, 60), now)[0] == 1
+        keys = [key for (key,) in counters.execute(
+            f"SELECT counter_key FROM {throttling.COUNTER_TABLE}")]
+        assert keys == [f"requests:x:60:{int(now) // 60}"], name
+
+
 def test_in_memory_counters_leave_no_file_behind(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with closing(throttling._open_counters(throttling.IN_MEMORY, shared=True)) as counters:
@@ -475,6 +507,18 @@ def test_concurrent_requests_are_counted_exactly(live_db, settings, counters):
     assert not [r for r in results if isinstance(r, BaseException)], results
     seen = sorted(hit for batch in results for hit in batch)
     assert seen == list(range(1, threads * each + 1))
+
+
+@pytest.mark.parametrize(("name", "memory"), [
+    (":memory:", True), ("file:rates?mode=memory&cache=shared", True),
+    ("/srv/db.sqlite3", False),
+])
+def test_an_in_memory_database_is_told_by_its_name_or_its_uri(monkeypatch, name, memory):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's in-memory database")
+    monkeypatch.setitem(connection.settings_dict, "NAME", name)
+    expected = throttling.IN_MEMORY if memory else name + throttling.COUNTER_FILE_SUFFIX
+    assert throttling.counter_file_path() == expected
 
 
 def test_an_in_memory_database_counts_in_memory_shared_by_the_threads(db, settings,
