@@ -70,6 +70,17 @@ ARTIFACTS: list[dict[str, Any]] = [
         ),
     },
     {
+        "artifact": "memory.ChainVerification",
+        "storage": "database",
+        "producer": "memory.services.memory_chain_verify (`memory verify`, `doctor`)",
+        "consumers": ["pages (the overview's chain badge, memory.services.chain_status)"],
+        "authority": "projection",
+        "lifecycle": (
+            "one row per project, replaced at each check: when the chain was last verified, "
+            "how many entries, and the first problem; re-running `memory verify` rebuilds it"
+        ),
+    },
+    {
         "artifact": "memory.AllowedSecret",
         "storage": "database",
         "producer": (

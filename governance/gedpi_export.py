@@ -21,6 +21,7 @@ from typing import Any
 from gedweb.checkout import safefs, sync
 from gedweb.errors import ExportRefused
 from gedweb.lib.governance import render_state_md
+from gedweb.progress import Progress, no_progress
 from governance import services
 from governance.models import WorkItem
 from governance.skills import exported_skills, gedpi_skills_state
@@ -109,18 +110,19 @@ class ExportResult:
                 "kept": self.kept}
 
 
-def export_tree(*, project: Project, root: Path) -> ExportResult:
+def export_tree(*, project: Project, root: Path,
+                progress: Progress = no_progress) -> ExportResult:
     """Write the project's supported files under root (created if missing).
 
     Every target path is checked before anything is written, so a symlink or
     a directory in the way refuses the export with nothing written. Files
     whose bytes are already right are left alone, and so is a CREATE_ONLY file
-    PATH already has (``kept``).
+    PATH already has (``kept``). ``progress`` counts the files written.
     """
     files = render_tree(project)
     try:
         plan = sync.plan_writes(sync.checked_root(root, create=True), files)
-        sync.write_planned(plan, files)
+        sync.write_planned(plan, files, progress(len(plan.write), "export", "files"))
     except safefs.UnsafePath as exc:
         raise ExportRefused(str(exc)) from None
     except OSError as exc:

@@ -48,6 +48,7 @@ from gedweb.lib import governance as gov
 from gedweb.lib import skills as skill_rules
 from gedweb.lib.digest import sha256_text
 from gedweb.lib.ids import TRUSTED_BY_NAME_RE, is_document_id, is_hex64, is_task_id, is_work_id
+from gedweb.progress import Advance, Progress, no_progress, unshown
 from gedweb.validation import validation_error_line
 from governance import services
 from governance.gedpi_export import render_tree
@@ -829,10 +830,13 @@ class ImportResult:
     trusted_governance: list[dict[str, Any]] = field(default_factory=list)
     # Supported files whose bytes ged_export would not give back (see docs/interop.md).
     not_reproducible: list[str] = field(default_factory=list)
+    # Called once per item counted: the import's progress (gedweb.progress).
+    advance: Advance = field(default=unshown, repr=False, compare=False)
 
     def count(self, kind: str, changed: bool) -> None:
         target = self.created if changed else self.unchanged
         target[kind] = target.get(kind, 0) + 1
+        self.advance(1)
 
     def as_dict(self) -> dict[str, Any]:
         return {"root": self.root, "created": self.created, "unchanged": self.unchanged,
@@ -1002,6 +1006,7 @@ def import_checkout(
     announce: Callable[[list[dict[str, str]], str], None] | None = None,
     shown: str | None = None,
     author: str | None = None,
+    progress: Progress = no_progress,
 ) -> ImportResult:
     """Validate the whole checkout, then write it in one transaction (or nothing).
 
@@ -1016,7 +1021,9 @@ def import_checkout(
 
     ``shown`` names the checkout in refusals, in ``root`` and in the documents'
     reason, and ``author`` writes every row, instead of root and
-    ``import_label(root)`` (an upload: governance.gedpi_sync).
+    ``import_label(root)`` (an upload: governance.gedpi_sync). ``progress``
+    is told the number of items to write once the checkout has passed its
+    checks, and advanced once per item written or found unchanged.
     """
     paths = list(dict.fromkeys(trust))
     work_ids = list(dict.fromkeys(trust_governance))
@@ -1046,6 +1053,7 @@ def import_checkout(
     # Every text of the checkout is scanned before anything is written, so the
     # refusal names every file holding a secret, not only the first one written.
     secret_scan.refuse_items(project, checkout_texts(checkout), "checkout files")
+    result.advance = progress(_items(checkout, work_ids), "import")
     # The quota charges of the whole checkout are taken at the end, once per
     # kind (memory.quotas.deferred): after every work item lock, as single
     # writes take them, and over quota the whole import is refused.
@@ -1088,6 +1096,14 @@ def import_checkout(
             rel for rel, data in checkout.supported.items() if rendered.get(rel) != data
         )
     return result
+
+
+def _items(checkout: Checkout, trusted_work: list[str]) -> int:
+    """How many items an import counts (one ``ImportResult.count`` each)."""
+    # A work item counts its META, its governance revision, its files and tasks.
+    work = sum(2 + len(entry.files) + len(entry.tasks) for entry in checkout.work)
+    return (len(checkout.documents) + len(checkout.standards) + len(checkout.skills) + work
+            + len(trusted_work) + len(checkout.handoffs))
 
 
 def _import_work(project: Project, entry: WorkEntry, author: str, result: ImportResult) -> None:

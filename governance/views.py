@@ -15,6 +15,7 @@ from django.shortcuts import render
 from rest_framework.renderers import JSONRenderer
 
 from gedweb.lib.governance import GUARD_ACTIONS, render_state_md
+from gedweb.lib.textdiff import TooLarge, line_diff
 from gedweb.web import PAGE_SIZE, cursor_value, keyset_page, project_context, project_or_404
 from governance import provenance, selectors, services, skills, standards
 from governance.context import Bundle, bundle_redaction, delivered_bundle
@@ -86,18 +87,49 @@ def work_detail(request: HttpRequest, project_id: str, work_id: str) -> HttpResp
 @login_required
 def revision_detail(request: HttpRequest, project_id: str, work_id: str,
                     number: int) -> HttpResponse:
+    """One governance revision: the whole document, and what changed since another revision.
+
+    The diff is the document compare page's (gedweb.lib.textdiff over the
+    pretty-printed JSON), against ``?from=N`` or else the revision before.
+    """
     project = project_or_404(request, project_id)
     work = _work_or_404(project, work_id)
     document = services.revision_document(work, number)
     if document is None:
         raise Http404
     row = GovernanceRevision.objects.get(work=work, revision=number)
+    numbers = list(GovernanceRevision.objects.filter(work=work).order_by("-revision")
+                   .values_list("revision", flat=True))
+    base_number = cursor_value(request.GET.get("from"))
+    if base_number is None and number > 1:
+        base_number = number - 1
+    text = _document_text(document)
+    diff, problem, base = None, None, None
+    if base_number is not None:
+        base = services.revision_document(work, base_number)
+        if base is None:
+            raise Http404  # a revision this work never had
+        if base_number == number:
+            problem = f"Revision {number} compared with itself: choose another revision."
+        else:
+            try:
+                diff = line_diff(_document_text(base), text)
+            except TooLarge as exc:
+                problem = f"These revisions are too long to compare on a page ({exc})."
     return render(request, "governance/revision_detail.html", {
         **project_context(request, project, "work"),
         "work": work,
         "revision": row,
-        "document_text": json.dumps(document, indent=2, ensure_ascii=False),
+        "numbers": numbers,
+        "base_number": base_number,
+        "diff": diff,
+        "problem": problem,
+        "document_text": text,
     })
+
+
+def _document_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False)
 
 
 @login_required
@@ -116,6 +148,10 @@ def standards_state(request: HttpRequest, project_id: str) -> HttpResponse:
         "state": state,
         "imports": imports,
         "renewals": [s for s in state["sources"] if s["state"].startswith("renewal-")],
+        # Every decision taken, newest first: who accepted or rejected which bytes, and when.
+        "decisions": sorted(state["accepted"] + state["rejected"],
+                            key=lambda row: (row["decided_at"], position[row["id"]]),
+                            reverse=True),
     })
 
 

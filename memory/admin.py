@@ -19,7 +19,8 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 
 from gedweb.admin import (
@@ -289,9 +290,33 @@ class MemoryEntryAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     actions = ["redact_entries"]
 
+    # Shown after the record's own fields on the (read-only) entry page: the
+    # correction chain one step either way, as the team pages show it.
+    readonly_fields = ["corrects_entry", "corrected_by_entries"]
+
     @admin.display(description="content")
     def short_content(self, obj: MemoryEntry) -> str:
         return Truncator(obj.content).chars(80)
+
+    def _entry_link(self, entry: MemoryEntry) -> str:
+        url = reverse("admin:memory_memoryentry_change", args=[entry.pk])
+        return format_html('<a href="{}">#{}</a> ({}): {}', url, entry.seq, entry.category,
+                           Truncator(entry.content).chars(100))
+
+    @admin.display(description="corrects")
+    def corrects_entry(self, obj: MemoryEntry) -> str:
+        if obj.corrects_id is None:
+            return "nothing: this entry is not a correction"
+        return self._entry_link(MemoryEntry.objects.get(pk=obj.corrects_id))
+
+    @admin.display(description="corrected by")
+    def corrected_by_entries(self, obj: MemoryEntry) -> str:
+        # Corrections only name entries of their own project (memory.services).
+        rows = list(MemoryEntry.objects.filter(corrects_id=obj.pk).order_by("seq"))
+        if not rows:
+            return "nothing: no later entry corrects this one"
+        return format_html_join(mark_safe("<br>"), "{}",
+                                ((self._entry_link(row),) for row in rows))
 
     # Redaction removes content for good: its own permission, which no
     # operator role grants by default (docs/operations.md, "Redaction").

@@ -323,6 +323,32 @@ class MemoryEntry(AppendOnlyModel):
         }
 
 
+class ChainVerification(models.Model):
+    """The last time a project's chain was verified on the server, and what it found.
+
+    Written by memory.services.memory_chain_verify when `manage.py memory verify`
+    or `manage.py doctor` runs it (checkpoint=True); the API's GET /verify only
+    reads and records nothing. One row per project, replaced at each check: the
+    pages' chain badge says when the chain was last checked and whether it held,
+    and that entries written since are not yet checked. Not evidence itself
+    (checkpoints are): a row anyone could edit can only make the badge lie
+    about a past check, never make a broken chain verify.
+    """
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True,
+                                   related_name="last_verification")
+    checked_at = models.DateTimeField()
+    ok = models.BooleanField()
+    # The number of entries checked (the head's seq at the time).
+    entries = models.PositiveBigIntegerField()
+    first_bad_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    # The first problem's words when it failed; "" when it held.
+    problem = models.TextField(blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.project_id}: {'ok' if self.ok else 'failed'} at {self.checked_at}"
+
+
 class ChainCheckpoint(AppendOnlyModel):
     """A signed record of a project's chain head: after it, the log may only grow.
 

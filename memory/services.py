@@ -31,6 +31,7 @@ from memory import checkpoints, metrics, mirror, quotas, secret_scan
 from memory.demo import DEMO_PROJECT_ID, DEMO_PROJECT_NAME, DEMO_TOKEN, DEMO_TOKEN_NAME
 from memory.locks import lock_project
 from memory.models import (
+    ChainVerification,
     Membership,
     MemoryCandidate,
     MemoryEntry,
@@ -546,7 +547,53 @@ def memory_chain_verify(
         taken = chain_checkpoint_take(project=project, head=(report.entries, report.head))
         if taken is not None:
             report = replace(report, checkpoint=taken)
+    if checkpoint:
+        # What the pages' chain badge shows (memory.services.chain_status).
+        ChainVerification.objects.update_or_create(project=project, defaults={
+            "checked_at": timezone.now(), "ok": report.ok, "entries": report.entries,
+            "first_bad_seq": report.first_bad_seq,
+            "problem": report.problems[0].message if report.problems else "",
+        })
     return report
+
+
+@dataclass(frozen=True)
+class ChainStatus:
+    """What the pages' badge says of a project's chain: the last check, and what came since.
+
+    ``state`` is "verified" (the last check held and covered every entry),
+    "behind" (it held, but entries were written since: those are unchecked),
+    "failed" (the last check found a problem) or "never" (never checked).
+    """
+
+    state: str
+    checked_at: datetime | None
+    checked_entries: int
+    head_seq: int
+    first_bad_seq: int | None
+    problem: str
+
+    @property
+    def unchecked(self) -> int:
+        """Entries written after the last check, which it could not cover."""
+        return max(self.head_seq - self.checked_entries, 0)
+
+
+def chain_status(*, project: Project) -> ChainStatus:
+    """The last recorded verification of the project's chain against its head now."""
+    newest = MemoryEntry.objects.for_project(project).head()
+    head_seq = newest["seq"] if newest else 0
+    last = ChainVerification.objects.filter(project=project).first()
+    if last is None:
+        return ChainStatus("never", None, 0, head_seq, None, "")
+    if not last.ok:
+        state = "failed"
+    elif last.entries < head_seq:
+        state = "behind"
+    else:
+        state = "verified"
+    return ChainStatus(state, last.checked_at, last.entries, head_seq, last.first_bad_seq,
+                       last.problem)
 
 
 CHECKPOINT_FILE_WAIT_SECONDS = 5.0

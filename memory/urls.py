@@ -15,6 +15,7 @@ app_name = "memory"
 urlpatterns = [
     path("memory/", views.entry_list, name="entry-list"),
     path("memory/<ref:ref>", views.entry_detail, name="entry-detail"),
+    path("memory/authors/<str:author>/", views.author_entries, name="author-entries"),
     path("mirror/", views.mirror, name="mirror"),
     path("MEMORY.md", views.mirror_text, name="mirror-text"),
     path("memory.jsonl", views.memory_export, name="memory-export"),

@@ -44,7 +44,7 @@ from gedweb.web import (
     project_context,
     project_or_404,
 )
-from memory import documents, exports, selectors, services
+from memory import authors, documents, exports, selectors, services
 from memory.models import DocumentRevision, Membership, MemoryCandidate, MemoryEntry, Project
 from memory.querysets import seq_order_key
 from memory.recall import keyword, ranking
@@ -264,6 +264,34 @@ def _best_matches(project: Project, query: str, *, category: str, source: str,
     }
 
 
+@login_required
+def author_entries(request: HttpRequest, project_id: str, author: str) -> HttpResponse:
+    """One author's entries, newest first: who wrote what (memory.authors names them).
+
+    The timeline's selector with an author filter; an author with no entry in
+    this project is a page that does not exist (404), like a missing entry.
+    """
+    project = project_or_404(request, project_id)
+    entries = selectors.entry_list(project=project, author=author).annotate(
+        corrects_seq=F("corrects__seq")).defer("prev_hash", "hash", "idempotency_key",
+                                               "request_hash")
+    if not entries.exists():
+        raise Http404
+    page = keyset_page(entries, "seq", cursor_value(request.GET.get("before")),
+                       cursor_value(request.GET.get("after")), PAGE_SIZE,
+                       order=seq_order_key(searched=False))
+    return render(request, "memory/author_entries.html", {
+        **project_context(request, project, "memory"),
+        "author": authors.describe(author),
+        "count": entries.order_by().count(),
+        "first": entries.order_by("seq").values_list("created_at", flat=True).first(),
+        "page": page,
+        "filters": {},
+        "snippet_chars": SNIPPET_CHARS,
+        "query": "",
+    })
+
+
 def _facet(project: Project, field: str) -> list[str]:
     return MemoryEntry.objects.distinct_values(project, field)
 
@@ -460,6 +488,9 @@ def candidate_list(request: HttpRequest, project_id: str) -> HttpResponse:
             .order_by("-resolved_at", "-id")[:RECENTLY_RESOLVED]
         )
     context = project_context(request, project, "review")
+    for candidate in page.items:
+        if candidate.status == MemoryCandidate.Status.PENDING:
+            candidate.similar = _similar_entries(project, candidate.content)
     if may_review(context["role"]):
         # The review gate's own words in place of buttons its rule would refuse.
         by = operator_name(request)
@@ -475,6 +506,35 @@ def candidate_list(request: HttpRequest, project_id: str) -> HttpResponse:
         "resolved": resolved,
         "may_review": may_review(context["role"]),
     })
+
+
+# Entries shown beside a pending candidate: enough to spot a duplicate or a contradiction.
+SIMILAR_ENTRIES = 3
+
+
+@dataclass(frozen=True)
+class Similar:
+    """The entries most like a candidate (recall), and whether recall could rank by meaning."""
+
+    rows: list[MemoryEntry]
+    degraded: bool
+
+
+def _similar_entries(project: Project, content: str) -> Similar:
+    """The current entries that best match a candidate's text: the recall the API serves.
+
+    Recall itself falls back to words when the model or the vector index is
+    unavailable (``degraded``); the candidate's text is cut to the longest
+    question recall takes, as an API caller's would be refused past it.
+    """
+    result = selectors.entry_recall(
+        # Recall ranks document sections too (memory.recall.documents); this asks for
+        # more hits than it shows, to show entries only.
+        project=project, text=content[:ranking.MAX_QUERY_CHARS], limit=SIMILAR_ENTRIES * 4,
+        mode="hybrid", view="current", category=None, source=None,
+    )
+    rows = [hit.entry for hit in result.hits if hit.entry is not None][:SIMILAR_ENTRIES]
+    return Similar(rows, result.degraded is not None)
 
 
 @login_required

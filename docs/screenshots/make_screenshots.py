@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -71,6 +72,24 @@ def main() -> None:
     for category, source, content in TIMELINE:
         services.memory_entry_create(project=shop, author="agent-claude", category=category,
                                      source=source, content=content)
+    # Some weeks of history, so the overview's activity charts have days to draw: an import
+    # keeps each row's time (memory.services.memory_entries_import), one author a run.
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for author, every, categories in (("ged_import:shop-checkout", 3, ("decision", "finding")),
+                                      ("ged_import:ops-notes", 5, ("note", "todo"))):
+        services.memory_entries_import(project=shop, author=author, rows=[
+            services.ImportRow(key=f"{author}-{n}", category=categories[n % 2],
+                               content=f"{categories[n % 2].title()} {n} from {author[11:]}.",
+                               source="import", created_at=now - timedelta(days=days, hours=n),
+                               label=str(n))
+            for n, days in enumerate(range(84, 0, -every))
+        ])
+    for content in ("Cache the category tree for five minutes.",
+                    "Sessions should move to the database backend."):
+        services.candidate_create(project=shop, author="agent-codex", category="decision",
+                                  content=content)
+    # The chain badge reads the last check: as `manage.py memory verify` records it.
+    call_command("memory", "verify", "--project", "web-shop", stdout=open(os.devnull, "w"))
     lab, _ = services.project_create(project_id="data-platform", name="Data platform")
     services.memory_entry_create(project=lab, author="agent-codex", category="decision",
                                  content="Nightly exports land in Parquet, partitioned by day.")
@@ -100,7 +119,9 @@ def main() -> None:
         ("mirror", "/p/web-shop/mirror/"),
         ("documents", "/p/web-shop/documents/"),
         ("adr", "/p/web-shop/documents/adr/0001-orders-on-postgresql.md"),
+        ("author", "/p/web-shop/memory/authors/agent-claude/"),
         ("work-item", f"/p/web-shop/work/{work.work_id}/"),
+        ("revision-diff", f"/p/web-shop/work/{work.work_id}/revisions/2"),
         ("standards", "/p/web-shop/standards/"),
         ("skills", "/p/web-shop/skills/"),
         ("context-log", "/p/web-shop/context/"),

@@ -16,7 +16,28 @@ view, so a client author's generated code refuses what the server refuses:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from drf_spectacular.drainage import set_override
+
+# JSON Schema patterns (ECMA-262, and Python's re where schemathesis reads them)
+# of the text rules the validators enforce (gedweb.lib.text, memory.validators):
+# not blank and no NUL; no control character (the server's isprintable() also
+# refuses other invisible characters, which a pattern cannot list portably).
+TEXT_PATTERN = r"^(?!\s*$)[^\u0000]*$"
+PRINTABLE_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]*$"
+
+F = TypeVar("F")
+
+
+def enforced(field: F, **keywords: Any) -> F:
+    """``field`` (a serializer field), its schema carrying the JSON Schema
+    ``keywords`` (``maxLength``, ``pattern``, ...) that its validators enforce,
+    where DRF's own arguments cannot say them without changing the validation
+    (a byte limit, a rule function). The field's help_text stays its description."""
+    set_override(field, "field", {"type": "string", **keywords})
+    return field
+
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _JSON_ERROR = {"application/json": {"schema": _ERROR}}
@@ -33,6 +54,7 @@ def house_rules(result: dict[str, Any], generator: Any, request: Any, public: bo
         if name.endswith("Request") and component.get("type") == "object":
             component["additionalProperties"] = False
         for field in component.get("properties", {}).values():
+            _refuse_blank_where_refused(field)
             # A field whose rule is a regular expression (its help_text, from
             # gedweb.lib.ids) says it as a pattern a client can check.
             rule = field.get("description", "")
@@ -61,3 +83,14 @@ def house_rules(result: dict[str, Any], generator: Any, request: Any, public: bo
                 if status[:1] in "45" and "content" in response:
                     response["content"] = _JSON_ERROR
     return result
+
+
+def _refuse_blank_where_refused(field: dict[str, Any]) -> None:
+    # drf-spectacular offers "" beside a text rule of a field DRF lets be
+    # blank (its service refuses blanks with a message of its own); a rule
+    # that says minLength 1 (``enforced``) refuses it, so the offer goes.
+    options = field.get("oneOf")
+    if (isinstance(options, list) and len(options) == 2
+            and options[1] == {"type": "string", "maxLength": 0}
+            and options[0].get("minLength", 0) >= 1):
+        field.update(field.pop("oneOf")[0])

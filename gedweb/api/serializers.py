@@ -18,6 +18,8 @@ from rest_framework import serializers
 from rest_framework.fields import Field
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
+from gedweb.api.schema import enforced
+from memory.documents import MAX_DOCUMENT_CHARS, MAX_REASON_CHARS
 from memory.models import format_timestamp
 
 SERVER_FIELDS = frozenset(
@@ -207,10 +209,9 @@ class DocumentSerializer(DocumentRevisionSummarySerializer):
 
 
 class DocumentPutSerializer(StrictSerializer):
-    content = StrictCharField(
-        help_text="substantive Markdown (GedPi §1.1), at most 200,000 characters; stored "
-        "byte-for-byte"
-    )
+    content = enforced(StrictCharField(
+        help_text="substantive Markdown (GedPi §1.1); stored byte-for-byte"
+    ), maxLength=MAX_DOCUMENT_CHARS)
     expected_revision = serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -218,9 +219,9 @@ class DocumentPutSerializer(StrictSerializer):
         min_value=0,
         help_text="the current revision when updating; omit or 0 to create",
     )
-    reason = StrictCharField(
-        required=False, allow_null=True, default=None, help_text="why, at most 1,000 characters"
-    )
+    reason = enforced(StrictCharField(
+        required=False, allow_null=True, default=None, help_text="why"
+    ), maxLength=MAX_REASON_CHARS, nullable=True)
 
 
 class DocumentGetQuerySerializer(StrictSerializer):

@@ -35,6 +35,7 @@ from gedweb.checkout.archive import Limits
 from gedweb.checkout.v3.hard_links import LAYOUT_DIRS, LAYOUT_FILES
 from gedweb.checkout.v3.layout import LEGACY_DIRS
 from gedweb.lib.ids import is_document_id, is_skill_name, is_task_id, is_work_id
+from gedweb.progress import Advance, Progress, no_progress, unshown
 
 # What one push may hold. The per-file and total bounds are ged_import's own
 # (governance.gedpi_import MAX_FILE_BYTES, MAX_TOTAL_BYTES, MAX_ENTRIES): a tree
@@ -241,10 +242,13 @@ def plan_writes(base: Path, files: Mapping[str, bytes]) -> WritePlan:
     return plan
 
 
-def write_planned(plan: WritePlan, files: Mapping[str, bytes]) -> None:
-    """Replace each planned file atomically (temporary file, fsync, rename, fsync of its dir)."""
+def write_planned(plan: WritePlan, files: Mapping[str, bytes],
+                  advance: Advance = unshown) -> None:
+    """Replace each planned file atomically (temporary file, fsync, rename, fsync of its dir),
+    advancing ``advance`` once per file."""
     for rel in plan.write:
         safefs.atomic_write(plan.root, rel, files[rel])
+        advance(1)
 
 
 # --- the pull -------------------------------------------------------------------------------
@@ -285,7 +289,7 @@ class PullResult:
 
 
 def pull_layout(root: Path, files: Mapping[str, bytes], *, project: str,
-                force: bool = False) -> PullResult:
+                force: bool = False, progress: Progress = no_progress) -> PullResult:
     """Write the pulled ``files`` under ``root`` (created if missing), or nothing at all.
 
     Every path must be one ged_export writes. A file to be replaced whose
@@ -308,7 +312,7 @@ def pull_layout(root: Path, files: Mapping[str, bytes], *, project: str,
             more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
             raise SyncRefused(f"{changed[0]}{more} changed here since the last pull; nothing "
                               "was written; give --force to overwrite local changes")
-        write_planned(plan, files)
+        write_planned(plan, files, progress(len(plan.write), "pull", "files"))
         record = {rel: sha256_hex(data) for rel, data in files.items() if rel not in plan.kept}
         state = {"schemaVersion": PULL_STATE_SCHEMA, "project": project, "files": record}
         safefs.atomic_write(base, PULL_STATE,

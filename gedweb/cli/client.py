@@ -27,6 +27,8 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx2
 
+from gedweb.progress import Advance, Progress, unshown
+
 DEFAULT_URL = "http://127.0.0.1:8787"
 DEFAULT_TIMEOUT = 30.0
 # Statuses a proxy or a restarting server gives while the request may or may not
@@ -173,24 +175,38 @@ class Client:
     # --- transport -----------------------------------------------------------
 
     def _once(self, method: str, path: str, body: bytes | None,
-              headers: dict[str, str], max_bytes: int | None = None) -> Response:
+              headers: dict[str, str], max_bytes: int | None = None,
+              progress: Progress | None = None) -> Response:
         base = urlsplit(self.url)
         url = f"{base.scheme}://{base.netloc}{self._prefix}{path}"
+        content: bytes | Iterator[bytes] | None = body
+        if progress is not None and body:
+            # Sent in pieces, each counted once it is handed to the connection.
+            content = _pieces(body, progress(len(body), "upload", "B"))
+            headers = {**headers, "Content-Length": str(len(body))}
         if max_bytes is None:
-            raw = self._connection_pool().request(method, url, content=body, headers=headers)
+            raw = self._connection_pool().request(method, url, content=content, headers=headers)
             return Response(raw.status_code, {k.lower(): v for k, v in raw.headers.items()},
                             raw.content)
         # A body read as it arrives and refused past max_bytes (decoded bytes, so a
         # Content-Encoding bomb is cut off too): gedweb pull's archive.
-        with self._connection_pool().stream(method, url, content=body,
+        with self._connection_pool().stream(method, url, content=content,
                                             headers=headers) as streamed:
-            chunks, size = [], 0
+            advance: Advance = unshown
+            if progress is not None and streamed.status_code < 400:
+                size_header = streamed.headers.get("content-length") or ""
+                total = int(size_header) if size_header.isdigit() else 0
+                advance = progress(total, "download", "B")
+            chunks, size, counted = [], 0, 0
             for chunk in streamed.iter_bytes():
                 size += len(chunk)
                 if size > max_bytes:
                     raise ApiError(streamed.status_code, "bad_response",
                                    f"the answer is larger than {max_bytes:,} bytes")
                 chunks.append(chunk)
+                # Bytes as they crossed the network: what Content-Length counts.
+                advance(streamed.num_bytes_downloaded - counted)
+                counted = streamed.num_bytes_downloaded
             return Response(streamed.status_code,
                             {k.lower(): v for k, v in streamed.headers.items()}, b"".join(chunks))
 
@@ -198,13 +214,15 @@ class Client:
                 json_body: Any = None, headers: dict[str, str] | None = None,
                 retry: bool = True, retry_conflict_codes: frozenset[str] = frozenset(),
                 raw_body: tuple[bytes, str] | None = None, max_bytes: int | None = None,
-                ) -> Response:
+                progress: Progress | None = None) -> Response:
         """One API call; raises ApiError for status >= 400, NetworkError when unreachable.
 
         With retry, network errors and 502/503/504 are retried with bounded
         exponential backoff and jitter, sending exactly the same request (so a
         POST must carry an Idempotency-Key to be retried safely). ``raw_body`` is
         (bytes, content type), for a body that is not JSON (gedweb push's archive).
+        ``progress`` is told of the body's upload and of a streamed answer's
+        download (``max_bytes``), on every attempt.
         """
         if query:
             pairs = {k: v for k, v in query.items() if v is not None}
@@ -232,7 +250,7 @@ class Client:
         last_problem = ""
         for attempt in range(1, attempts + 1):
             try:
-                response = self._once(method, path, data, all_headers, max_bytes)
+                response = self._once(method, path, data, all_headers, max_bytes, progress)
             except (OSError, httpx2.TransportError) as exc:
                 last_problem = _describe(exc)
             else:
@@ -417,7 +435,8 @@ class Client:
         return state
 
     def checkout_push(self, project: str, archive: bytes, *, name: str,
-                      dry_run: bool = False) -> dict[str, Any]:
+                      dry_run: bool = False, progress: Progress | None = None,
+                      ) -> dict[str, Any]:
         """Import a checkout's layout (a tar.gz) and answer ged_import's report.
 
         Retried like a read: an import of the same tree twice writes nothing the
@@ -426,14 +445,16 @@ class Client:
         report: dict[str, Any] = self.request(
             "POST", self.project_path(project, "checkout"),
             query={"dry_run": "true" if dry_run else "false", "name": name},
-            raw_body=(archive, ARCHIVE_MEDIA_TYPE)).json()
+            raw_body=(archive, ARCHIVE_MEDIA_TYPE), progress=progress).json()
         return report
 
-    def checkout_pull(self, project: str, max_bytes: int) -> bytes:
+    def checkout_pull(self, project: str, max_bytes: int,
+                      progress: Progress | None = None) -> bytes:
         """The project's layout as ged_export writes it, a tar.gz of at most ``max_bytes``
         (read as hostile input: gedweb.checkout.archive)."""
         return self.request("GET", self.project_path(project, "checkout"),
-                            headers={"Accept": ARCHIVE_MEDIA_TYPE}, max_bytes=max_bytes).body
+                            headers={"Accept": ARCHIVE_MEDIA_TYPE}, max_bytes=max_bytes,
+                            progress=progress).body
 
     def guard(self, project: str, work_id: str, action: str) -> dict[str, Any]:
         # The guard only reads state, so a retry is harmless.
@@ -441,6 +462,17 @@ class Client:
             "POST", self.project_path(project, "work", work_id, "governance", "guard"),
             json_body={"action": action}).json()
         return verdict
+
+
+UPLOAD_PIECE = 64 * 1024
+
+
+def _pieces(body: bytes, advance: Advance) -> Iterator[bytes]:
+    """``body`` in pieces of UPLOAD_PIECE bytes, advancing ``advance`` after each is sent."""
+    for start in range(0, len(body), UPLOAD_PIECE):
+        piece = body[start:start + UPLOAD_PIECE]
+        yield piece
+        advance(len(piece))
 
 
 def _advances(cursor: Any, position: int | str | None,

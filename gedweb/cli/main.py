@@ -31,6 +31,7 @@ from gedweb.cli.client import (
 )
 from gedweb.lib.chain import CHAINED_FIELDS, CHAINED_FIELDS_V2, GENESIS_HASH, verify_chain
 from gedweb.lib.ids import PROJECT_ID_RE
+from gedweb.progress import Bars
 
 EXIT_OK = 0
 EXIT_REFUSED = 1  # server error status, or verification failed
@@ -687,19 +688,25 @@ def _sync(args: argparse.Namespace, client: Client, out: Output) -> int:
 
     root = Path(args.path)
     try:
+        # Bars on stderr when it is a terminal (gedweb.progress); stdout keeps the answer.
+        with Bars(sys.stderr) as bars:
+            if args.command == "push":
+                # Read only: the checkout is never written, locked or touched.
+                data = archive.pack(sync.collect_layout(root))
+                report = client.checkout_push(args.project, data, name=args.path,
+                                              dry_run=args.dry_run, progress=bars)
+            else:
+                received = client.checkout_pull(args.project, sync.LIMITS.archive_bytes,
+                                                progress=bars)
+                try:
+                    files = archive.read_all(received, sync.LIMITS, sync.in_layout)
+                except archive.ArchiveError as exc:
+                    raise sync.SyncRefused(f"the server's archive is refused: {exc}") from None
+                result = sync.pull_layout(root, files, project=args.project, force=args.force,
+                                          progress=bars)
         if args.command == "push":
-            # Read only: the checkout is never written, locked or touched.
-            data = archive.pack(sync.collect_layout(root))
-            report = client.checkout_push(args.project, data, name=args.path,
-                                          dry_run=args.dry_run)
             out.record(report, _report_lines)
         else:
-            received = client.checkout_pull(args.project, sync.LIMITS.archive_bytes)
-            try:
-                files = archive.read_all(received, sync.LIMITS, sync.in_layout)
-            except archive.ArchiveError as exc:
-                raise sync.SyncRefused(f"the server's archive is refused: {exc}") from None
-            result = sync.pull_layout(root, files, project=args.project, force=args.force)
             out.record(result.as_dict(), _pull_lines)
     except sync.SyncRefused as exc:
         _complain(str(exc))

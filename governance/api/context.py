@@ -16,6 +16,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.schema import TEXT_PATTERN
 from gedweb.api.serializers import StrictCharField, StrictSerializer
 from gedweb.api.views import GedWebAPIView, ProjectAPIView, errors, validated_query
 from gedweb.inventory import AUTHORITY_LEVELS, gedpi_inventory, inventory
@@ -139,15 +140,19 @@ class ContextView(ProjectAPIView):
             OpenApiParameter("work_id", str, description="the selected work item (optional)"),
             OpenApiParameter("format", str, enum=["text", "json"],
                              description="text (default) or json with trust labels and hashes"),
-            OpenApiParameter("task", str, description=(
-                f"1-{TASK_MAX_CHARS:,} characters: the bundle adds a durable-data section "
-                "of the entries recalled for it, best first")),
-            OpenApiParameter("budget", int, description=(
-                f"1-{MAX_RECALL_BUDGET:,} tokens (characters / {CHARS_PER_TOKEN}) for that "
-                f"section; default {DEFAULT_RECALL_BUDGET:,}; only with task")),
-            OpenApiParameter("session", str, description=(
-                f"1-{SESSION_MAX_CHARS} printable ASCII characters, no space: the agent's "
-                "session, recorded with the delivery")),
+            OpenApiParameter("task", {"type": "string", "minLength": 1,
+                                      "maxLength": TASK_MAX_CHARS, "pattern": TEXT_PATTERN},
+                             description="what the agent is about to do: the bundle adds a "
+                             "durable-data section of the entries recalled for it, best first"),
+            OpenApiParameter("budget", {"type": "integer", "minimum": 1,
+                                        "maximum": MAX_RECALL_BUDGET,
+                                        "default": DEFAULT_RECALL_BUDGET},
+                             description=f"tokens (characters / {CHARS_PER_TOKEN}) for that "
+                             "section; only with task"),
+            OpenApiParameter("session", {"type": "string",
+                                         "pattern": f"^[!-~]{{1,{SESSION_MAX_CHARS}}}$"},
+                             description="the agent's session (printable ASCII, no space), "
+                             "recorded with the delivery"),
             OpenApiParameter("only", str, enum=["recalled"], description=(
                 "with task: the bundle is the recalled entries alone, each relevant enough "
                 "(docs/context.md); 204 and nothing logged when none is")),

@@ -10,19 +10,23 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gedweb.api.schema import TEXT_PATTERN, enforced
 from gedweb.api.serializers import StrictCharField, StrictSerializer
 from gedweb.api.views import ProjectAPIView, errors, validated_query
+from gedweb.lib import skills as rules
 from governance import skills
 from governance.models import Skill
 
 
 class SkillPutSerializer(StrictSerializer):
-    content = StrictCharField(help_text="SKILL.md: LF-only YAML front matter with name and "
-                              "description; 1-100,000 characters")
-    reason = StrictCharField(help_text="why the skill is installed; 1-500 characters, not blank")
-    source = StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
-        required=False, help_text="where it came from; 1-1,000 characters"
-    )
+    content = enforced(StrictCharField(
+        help_text="SKILL.md: LF-only YAML front matter with name and description"
+    ), minLength=1, maxLength=rules.MAX_CONTENT_CHARS)
+    reason = enforced(StrictCharField(help_text="why the skill is installed"),
+                      minLength=1, maxLength=rules.MAX_REASON_CHARS, pattern=TEXT_PATTERN)
+    source = enforced(StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
+        required=False, help_text="where it came from"
+    ), minLength=1, maxLength=rules.MAX_SOURCE_CHARS)
 
 
 class SkillMatchQuerySerializer(StrictSerializer):

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from gedweb.api.serializers import StrictSerializer
 from gedweb.api.views import ProjectAPIView, errors, refuse_body, validated_query
+from gedweb.converters import SessionIdConverter
 from gedweb.errors import Conflict
 from gedweb.lib.governance import format_time, render_state_md
 from gedweb.lib.ids import is_task_id
@@ -471,7 +472,8 @@ class GuardView(WorkAPIView):
 
 
 _SESSION_PARAM = OpenApiParameter(
-    "session_id", str, OpenApiParameter.PATH, description="1-256 characters"
+    "session_id", {"type": "string", "pattern": f"^{SessionIdConverter.regex}$"},
+    OpenApiParameter.PATH, description="the agent's session id",
 )
 
 

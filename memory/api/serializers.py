@@ -14,6 +14,7 @@ from typing import Any
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
+from gedweb.api.schema import PRINTABLE_PATTERN, TEXT_PATTERN, enforced
 from gedweb.api.serializers import (
     DocumentRevisionSummarySerializer,
     OutputSerializer,
@@ -28,6 +29,8 @@ from memory import checkpoints
 from memory.models import MemoryCandidate, MemoryEntry, format_timestamp
 from memory.recall import documents, ranking
 from memory.validators import (
+    MAX_CONTENT_BYTES,
+    MAX_SOURCE_CHARS,
     validate_category,
     validate_content,
     validate_project_id,
@@ -116,18 +119,19 @@ class EntryCreateSerializer(StrictSerializer):
     category = StrictCharField(
         allow_blank=False, validators=[validate_category], help_text=f"^{CATEGORY}$"
     )
-    content = StrictCharField(
+    # maxLength counts characters: 32,000 bytes are at most 32,000 of them.
+    content = enforced(StrictCharField(
         allow_blank=False,
         validators=[validate_content],
-        help_text="not blank, at most 32,000 UTF-8 bytes, no NUL",
-    )
-    source = StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
+        help_text=f"not blank, at most {MAX_CONTENT_BYTES:,} UTF-8 bytes, no NUL",
+    ), minLength=1, maxLength=MAX_CONTENT_BYTES, pattern=TEXT_PATTERN)
+    source = enforced(StrictCharField(  # type: ignore[assignment]  # a field, not Field.source
         required=False,
         default="operator",
         allow_blank=False,
         validators=[validate_source],
-        help_text="1-128 printable",
-    )
+        help_text=f"1-{MAX_SOURCE_CHARS} printable characters",
+    ), minLength=1, maxLength=MAX_SOURCE_CHARS, pattern=PRINTABLE_PATTERN, default="operator")
     corrects = EntryReferenceField(
         required=False, allow_null=True, default=None, help_text="uuid or seq, same project"
     )
@@ -238,7 +242,8 @@ class RecallItemSerializer(EntrySerializer):
 class RecallSectionSerializer(serializers.Serializer[Any]):
     index = serializers.IntegerField(min_value=0, help_text="0 for the first section")
     heading = serializers.CharField(help_text='its heading\'s text; "" before the first one')
-    text = serializers.CharField(help_text="the section, at most 2,000 characters")
+    # An answer's field: max_length only says how long the server's text can be.
+    text = serializers.CharField(help_text="the section", max_length=documents.SHOWN_CHARS)
 
 
 class RecallDocumentSerializer(serializers.Serializer[Any]):

@@ -31,6 +31,7 @@ from gedweb.api.views import (
     request_principal,
     validated_query,
 )
+from gedweb.lib.ids import IDEMPOTENCY_KEY
 from gedweb.lib.mirror import render_chunks
 from gedweb.pagination import keyset_slice
 from memory import documents, selectors, services
@@ -88,9 +89,9 @@ class ProjectDetailView(ProjectAPIView):
 # Appends and candidate proposals take the same header, under the same rules.
 IDEMPOTENCY_KEY_HEADER = OpenApiParameter(
     "Idempotency-Key",
-    OpenApiTypes.STR,
+    {"type": "string", "pattern": f"^{IDEMPOTENCY_KEY}$"},
     OpenApiParameter.HEADER,
-    description="1-255 printable ASCII characters; a replay returns the first answer",
+    description="printable ASCII characters; a replay returns the first answer",
 )
 
 

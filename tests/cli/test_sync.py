@@ -362,3 +362,59 @@ def test_a_pull_reads_no_more_than_an_archive_may_hold(gedweb_server: LiveServer
     assert result.stderr == (f"gedweb: 200 bad_response: the answer is larger than "
                              f"{limit:,} bytes\n")
     assert not checkout.exists()
+
+
+def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run gedweb with stderr on a pseudo-terminal and stdout on a pipe: (rc, stdout, stderr)."""
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from tests.cli.conftest import GEDWEB
+
+    leader, follower = pty.openpty()
+    # 24 rows of 120 columns: a new pseudo-terminal is 0 columns wide, and a bar
+    # is drawn to the terminal's width.
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    terminal = {key: value for key, value in env.items() if key != "CI"}
+    with subprocess.Popen([str(GEDWEB), *args], env=terminal, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=follower) as process:
+        os.close(follower)
+        drawn = bytearray()
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the process closed its end
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        assert process.stdout is not None
+        out = process.stdout.read().decode()
+        rc = process.wait(timeout=60)
+    os.close(leader)
+    return rc, out, drawn.decode(errors="replace")
+
+
+def test_push_and_pull_draw_progress_on_a_terminal_and_keep_stdout_the_answer(
+    gedweb_server: LiveServer, tmp_path: Path
+) -> None:
+    shop = Project(gedweb_server, "sync-bars")
+    source = big_checkout(tmp_path / "source", shop.id)
+    rc, out, drawn = on_a_terminal(["push", "--project", shop.id, str(source)], shop.env)
+    assert rc == 0, drawn
+    assert json.loads(out)["created"]["work_items"] == 3
+    assert "upload:" in drawn and "B/" in drawn
+    rc, out, drawn = on_a_terminal(["pull", "--project", shop.id, str(tmp_path / "into")],
+                                   shop.env)
+    assert rc == 0, drawn
+    written = json.loads(out)["written"]
+    assert len(written) >= 360
+    # The download in bytes, then the files to write, out of their total (tqdm
+    # redraws at most every 0.1 s, so a fast pull may show only its start).
+    assert "download:" in drawn and "pull:   0%|" in drawn and f"0/{len(written)} [" in drawn
+    # In a pipe (Project.json asserts an empty stderr) nothing is drawn.
+    again = shop.json("pull", "--project", shop.id, "--force", str(tmp_path / "again"))
+    assert len(again["written"]) == len(written)

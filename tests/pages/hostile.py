@@ -88,8 +88,13 @@ def seed() -> dict[str, Any]:
         f"/p/{p}/skills/fix-flaky-test", f"/p/{p}/skills/long-{'s' * 50}", f"/p/{p}/context/",
         f"/p/{p}/review/", f"/p/{p}/review/?status=resolved",
         f"/p/{p}/compare/adr/0002-hostile.md?from=1&to=2", f"/p/{p}/context/{delivery}",
+        f"/p/{p}/memory/authors/agent-{'a' * 58}/", f"/p/{p}/memory/authors/agent-claude/",
+        f"/p/{p}/work/{work.work_id}/revisions/2",
     ]
+    from memory.models import MemoryEntry
+
     return {"project": p, "users": sorted(users), "password": PASSWORD, "pages": pages,
+            "work": work.work_id, "entries": MemoryEntry.objects.filter(project=project).count(),
             "missing": [f"/p/{p}/memory/99999", "/p/no-such-project/", "/no/such/route"]}
 
 

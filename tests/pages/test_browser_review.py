@@ -88,7 +88,7 @@ def test_an_operator_approves_and_the_entry_appears(browser, team):
     card = otto.page.locator("article.candidate.pending")
     assert card.count() == 1
     assert card.locator("strong").inner_text() == "formatted price"
-    assert "proposed by agent-codex" in card.inner_text()
+    assert "proposed by token “agent-codex”" in card.inner_text()
     otto.follow("article.candidate.pending button.approve")
     assert otto.page.url == team["base"] + "/p/alpha/review/"
     message = otto.page.inner_text("ul.messages")

@@ -35,7 +35,7 @@ def test_a_viewer_reads_the_queue_rendered_with_its_proposer_and_no_buttons(site
     body = login(site.member).get("/p/alpha/review/").content.decode()
     assert "<strong>formatted price</strong>" in body  # through the one Markdown filter
     assert "<script>" not in body and "__xss" not in body
-    assert "proposed by agent-codex" in body and "planner" in body
+    assert "token “agent-codex”</span>" in body and "planner" in body
     assert "Approve" not in body and "<form method=\"post\"" not in body
     assert "Operators of this project decide; you read the queue." in body
 

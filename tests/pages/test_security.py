@@ -160,8 +160,13 @@ def test_stored_payloads_reach_pages_only_as_inert_text(site):
 
 
 def url_is_ours(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
-    """The page's own form and inputs (search, match, dates, logout), never agent content."""
+    """The page's own form and inputs (search, match, dates, logout), never agent content.
+
+    And the overview's charts: an SVG of bars the server draws (templates/_chart.html).
+    """
     values = dict(attrs)
+    if tag == "svg":
+        return values.get("class") == "bars" and values.get("role") == "img"
     if tag == "form":
         return (values.get("action") or "").startswith(("/p/alpha/", "/accounts/"))
     if tag == "input":

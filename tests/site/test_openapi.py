@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 from django.core.management import call_command
@@ -51,3 +52,41 @@ def test_the_schema_says_what_the_server_enforces():
     checkout = schema["paths"]["/v1/projects/{project_id}/checkout"]["get"]["responses"]
     assert list(checkout["401"]["content"]) == ["application/json"]
     assert "recall" in schema["info"]["description"] and "MCP" in schema["info"]["description"]
+
+
+# A length or range said in words: "1-128", "at most 2,000", "at least 12".
+_PROSE_RULE = re.compile(r"\b\d[\d,]*\s*-\s*\d|\bat (?:most|least) \d")
+
+
+def _described_fields(schema: dict) -> list[tuple[str, dict, str]]:
+    """(where, schema, description) of every parameter and component property."""
+    fields = []
+    for path, method, operation in _operations(schema):
+        for parameter in operation.get("parameters", []):
+            fields.append((f"{method} {path} {parameter['name']}", parameter["schema"],
+                           parameter.get("description", "")))
+    for name, component in schema["components"]["schemas"].items():
+        for key, field in component.get("properties", {}).items():
+            fields.append((f"{name}.{key}", field, field.get("description", "")))
+    return fields
+
+
+def test_no_length_or_range_is_left_to_prose():
+    """Issue 36 §4: a limit the server enforces is a keyword a client's code can check."""
+    keywords = {"maxLength", "minLength", "pattern", "maximum", "minimum", "enum"}
+    unsaid = []
+    for where, field, description in _described_fields(_schema()):
+        options = field.get("oneOf") or [field]
+        said = any(keywords & set(option) for option in options if isinstance(option, dict))
+        if _PROSE_RULE.search(description) and not said:
+            unsaid.append(where)
+    assert unsaid == []
+    components = _schema()["components"]["schemas"]
+    content = components["EntryCreateRequest"]["properties"]["content"]
+    assert (content["minLength"], content["maxLength"]) == (1, 32000)
+    text = re.compile(content["pattern"])
+    assert text.search("a fact") and not text.search("  \n") and not text.search("a\x00b")
+    source = components["EntryCreateRequest"]["properties"]["source"]
+    assert source["maxLength"] == 128 and not re.search(source["pattern"], "a\nb")
+    reason = components["SkillPutRequest"]["properties"]["reason"]
+    assert "oneOf" not in reason and reason["minLength"] == 1

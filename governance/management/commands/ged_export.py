@@ -13,6 +13,7 @@ from gedweb.commands import (
     run_service,
     to_json,
 )
+from gedweb.progress import Bars
 from governance.gedpi_export import export_tree
 
 
@@ -28,5 +29,7 @@ class Command(GedWebCommand):
 
     def handle(self, *args: Any, project: str, path: str, **options: Any) -> None:
         target = get_project(project)
-        result = run_service(lambda: export_tree(project=target, root=path_argument(path)))
+        with Bars(self.stderr._out) as bars:
+            result = run_service(lambda: export_tree(project=target, root=path_argument(path),
+                                                     progress=bars))
         self.stdout.write(to_json(result.as_dict()))

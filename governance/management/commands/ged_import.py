@@ -23,6 +23,7 @@ from gedweb.commands import (
     run_service,
     to_json,
 )
+from gedweb.progress import Bars
 from governance.gedpi_import import import_checkout, trusted_by_label
 
 
@@ -102,10 +103,11 @@ class Command(GedWebCommand):
             # On stderr, so stdout stays one JSON object; written before the transaction.
             self.stderr.write(f"ged_import: trusting the checkout's governance as {trusted_by}: "
                               + ", ".join(work_ids))
-        result = run_service(lambda: import_checkout(
-            project=target, root=root, trust=paths, trusted_by=trusted_by,
-            trust_governance=work_ids, announce=self._announce,
-        ))
+        with Bars(self.stderr._out) as bars:
+            result = run_service(lambda: import_checkout(
+                project=target, root=root, trust=paths, trusted_by=trusted_by,
+                trust_governance=work_ids, announce=self._announce, progress=bars,
+            ))
         self.stdout.write(to_json(result.as_dict()))
 
     def _announce(self, trusted: list[dict[str, str]], trusted_by: str) -> None:
