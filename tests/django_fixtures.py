@@ -41,7 +41,8 @@ django_settings.PASSWORD_HASHERS = [
 
 # The fixtures a Django test directory's conftest.py takes with `import *`.
 __all__ = [
-    "admin_client", "alpha", "beta", "client_for", "django_db_modify_db_settings", "live_db",
+    "admin_client", "alpha", "beta", "client_for", "django_db_keepdb",
+    "django_db_modify_db_settings", "django_db_setup", "live_db",
     "make_project", "memory_root", "memory_write_token", "rate_counts_forgotten",
     "recall_model", "static_files_on_demand",
 ]
@@ -83,18 +84,105 @@ class ProjectWithToken:
         return self.project.pk
 
 
+# Under mutmut, the SQLite test database as migrated, before any test ran:
+# each mutant's run starts from a copy of it instead of migrating anew.
+_MUTMUT_TEMPLATE_SUFFIX = "-mutmut-template"
+# The test databases this mutant's run copied from that template (alias -> name).
+_copied_from_template: dict[str, str] = {}
+
+
+def _mutant_run() -> bool:
+    """A run of one mutant (mutmut's forked child), not its stats or clean runs."""
+    return "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", "")
+
+
+def _sqlite_aliases() -> list[str]:
+    from django.db import connections
+
+    return [alias for alias in connections if connections[alias].vendor == "sqlite"
+            and not connections[alias].creation.is_in_memory_db(
+                connections[alias].settings_dict["TEST"]["NAME"])]
+
+
+def _sqlite_copy(source: str, target: str) -> None:
+    """A consistent copy through SQLite's backup API (a WAL file's pages included)."""
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
+
+
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None,
+                                 ) -> Iterator[None]:
     """Under mutmut, each mutant's test run on a test database of its own.
 
     mutmut (make mutants-services, tests/mutants.py) forks every mutant's run
     from one warmed-up pytest, so the process id that the settings put in the
     test database's name is the parent's, shared by the children running at
     once. pytest-django's own fixture (xdist's suffix) still runs first.
+
+    On SQLite a mutant's database is a copy of the one its parent migrated
+    (django_db_setup below keeps it): migrating anew cost each mutant about
+    fifteen seconds on a busy machine, most of its run. The copy is kept by
+    pytest-django (django_db_keepdb), so it is removed here after the run.
     """
     if "MUTANT_UNDER_TEST" in os.environ:
+        # Once per process: each conftest that imports these fixtures has its
+        # own copy of this one, and a selection spanning two such directories
+        # runs both. A second suffix would name a database nobody created, and
+        # forget_rate_counts() would then leave the counter file full.
+        suffix = f"_m{os.getpid()}"
+        for alias in _sqlite_aliases() if _mutant_run() else []:
+            test = django_settings.DATABASES[alias]["TEST"]
+            template = test["NAME"] + _MUTMUT_TEMPLATE_SUFFIX
+            if os.path.exists(template) and not test["NAME"].endswith(suffix):
+                _sqlite_copy(template, test["NAME"] + suffix)
+                _copied_from_template[alias] = test["NAME"] + suffix
         for database in django_settings.DATABASES.values():
-            database["TEST"]["NAME"] = f"{database['TEST']['NAME']}_m{os.getpid()}"
+            if not database["TEST"]["NAME"].endswith(suffix):
+                database["TEST"]["NAME"] += suffix
+    # mutmut also runs several pytest sessions in one process (the stats, then
+    # the clean run). Each creates the test database anew and removes the rate
+    # counter file beside it (gedweb/db/sqlite3/base.py); this thread's open
+    # connection to the removed file would count where nobody reads.
+    from gedweb import throttling
+
+    opened = getattr(throttling._thread, "counters", None)
+    if opened is not None:
+        opened[1].close()
+        del throttling._thread.counters
+    throttling._cleared_until.clear()
+    yield
+    from gedweb.db.sqlite3.base import _SIDE_FILE_SUFFIXES
+
+    for name in _copied_from_template.values():
+        for suffix in ("", "-wal", "-shm", "-journal", *_SIDE_FILE_SUFFIXES):
+            Path(name + suffix).unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request: pytest.FixtureRequest, django_db_modify_db_settings: None) -> bool:
+    """pytest-django's, except that a mutant's copied database is used as it is."""
+    return bool(_copied_from_template) or bool(request.config.getvalue("reuse_db"))
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """pytest-django's; under mutmut, the migrated SQLite database kept as the mutants' template.
+
+    Copied right after the migrations, before any test wrote to it (a
+    transactional test empties the tables it leaves).
+    """
+    if "MUTANT_UNDER_TEST" not in os.environ or _mutant_run():
+        return
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        for alias in _sqlite_aliases():
+            name = connections[alias].settings_dict["NAME"]
+            template = name + _MUTMUT_TEMPLATE_SUFFIX
+            if not os.path.exists(template):
+                connections[alias].close()
+                _sqlite_copy(name, template)
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,12 @@ from __future__ import annotations
 import pytest
 from django.test import Client, override_settings
 
-from memory.templatetags.gedweb_markdown import render_markdown, render_skill, render_state
+from memory.templatetags.gedweb_markdown import (
+    render_markdown,
+    render_mirror,
+    render_skill,
+    render_state,
+)
 from tests.pages.conftest import login
 from tests.pages.seed import SKILL
 
@@ -104,3 +109,27 @@ def test_a_form_without_its_csrf_token_gets_the_sites_own_403(site, debug):
     assert "CSRF verification failed" not in body
     # Still logged in: the refused form changed nothing.
     assert client.get("/p/alpha/").status_code == 200
+
+
+# The filters themselves (memory/templatetags/gedweb_markdown.py), as templates call them.
+
+
+@pytest.mark.parametrize("face", [render_markdown, render_mirror, render_state, render_skill])
+@pytest.mark.parametrize("empty", [None, ""])
+def test_no_text_renders_as_nothing(face, empty):
+    assert str(face(empty)) == ""
+
+
+@pytest.mark.parametrize(("face", "level"), [(render_markdown, 1), (render_mirror, 2),
+                                             (render_state, 3), (render_skill, 3)])
+def test_each_filter_puts_a_top_heading_at_its_own_default_level(face, level):
+    assert str(face("# Top\n")).startswith(f"<h{level}>Top</h{level}>")
+
+
+@pytest.mark.parametrize(("argument", "level"), [("2", 2), (4, 4), (None, 1), ("", 1)])
+def test_a_heading_level_given_as_text_or_left_empty_is_read_as_a_number(argument, level):
+    assert str(render_markdown("# Top\n", argument)).startswith(f"<h{level}>Top</h{level}>")
+
+
+def test_mirror_text_keeps_a_paragraphs_lines_joined_as_markdown_does():
+    assert "<p>one\ntwo</p>" in str(render_mirror("one\ntwo\n"))

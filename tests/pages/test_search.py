@@ -131,3 +131,39 @@ def test_every_filter_goes_on_with_the_pager(site, vera):
     second = vera.get(f"/p/alpha/memory/?{link}").content.decode()
     assert len(seqs(second)) == 10 and "60 entries match." in second
     assert set(seqs(body)).isdisjoint(seqs(second))
+
+
+@pytest.mark.parametrize("query", ["post postgres", "POSTGRES post"])
+def test_the_longest_of_overlapping_words_is_marked_whole(query):
+    # By length, not by alphabet: "post" sorts after "POSTGRES".
+    assert str(highlight(render_markdown("postgres"), query)).strip() == (
+        "<p><mark>postgres</mark></p>")
+
+
+def test_one_letter_words_are_not_marked_two_letter_ones_are():
+    marked = str(highlight(render_markdown("a go b"), "a go b")).strip()
+    assert marked == "<p>a <mark>go</mark> b</p>"
+
+
+def test_matching_ignores_case_and_keeps_the_texts_own():
+    assert str(highlight(render_markdown("PostgreSQL"), "postgresql")).strip() == (
+        "<p><mark>PostgreSQL</mark></p>")
+
+
+def test_at_most_ten_words_are_marked_the_longest_ones():
+    words = [chr(ord("a") + n) * (n + 2) for n in range(11)]  # "aa", "bbb", ... 12 letters
+    marked = str(highlight(render_markdown(" ".join(words)), " ".join(words)))
+    assert "<mark>aa</mark>" not in marked and " aa " not in marked  # the shortest is left
+    assert marked.count("<mark>") == 10 and marked.startswith("<p>aa <mark>bbb</mark>")
+
+
+def test_every_text_between_tags_is_marked():
+    marked = str(highlight(render_markdown("ox *ox* **ox** ox"), "ox")).strip()
+    assert marked == ("<p><mark>ox</mark> <em><mark>ox</mark></em> "
+                      "<strong><mark>ox</mark></strong> <mark>ox</mark></p>")
+
+
+@pytest.mark.parametrize("query", [None, "", "  ", "x"])
+def test_a_query_without_a_word_of_two_letters_leaves_the_text_as_it_was(query):
+    html = render_markdown("XXXX x")
+    assert highlight(html, query) is html

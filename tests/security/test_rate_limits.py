@@ -147,6 +147,19 @@ def test_a_token_past_its_request_rate_gets_429_with_retry_after(alpha, settings
     assert client.get("/v1/projects/alpha/context").status_code == 429
 
 
+def test_a_window_that_ends_within_the_second_says_retry_after_1(alpha, settings, counters):
+    """Retry-After is at least one second, never more than the window has left."""
+    limits(settings, requests=Rate(1, 1))
+    client = bearer_client(alpha.token)
+    # One request per second is allowed: the second of a pair in the same second is refused.
+    for _ in range(50):
+        response = client.get("/v1/projects/alpha/memory")
+        if response.status_code == 429:
+            break
+    assert response.status_code == 429
+    assert response["Retry-After"] == "1"
+
+
 def test_a_refused_write_stores_nothing_and_reads_go_on(alpha, settings, counters):
     limits(settings, requests=Rate(100, 3600), writes=Rate(2, 3600))
     wait_for_a_fresh_window(3600, 30)
@@ -335,15 +348,91 @@ def test_on_sqlite_the_counter_file_is_private_and_commits_without_fsync(live_db
     assert counters.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
 
 
+def test_a_new_counter_file_is_private_before_sqlite_writes_to_it(tmp_path):
+    """The file is made 0600 first, whatever the umask; SQLite gives its WAL files that mode.
+
+    (The test above reaches a file the suite's first request already opened.)
+    """
+    path = str(tmp_path / "db.sqlite3-rates")
+    with closing(throttling._open_counters(path, shared=False)) as counters:
+        counters.execute(f"INSERT INTO {throttling.COUNTER_TABLE} VALUES ('k', 1, 1)")
+        for suffix in ("", "-wal", "-shm"):
+            assert stat.S_IMODE(os.stat(path + suffix).st_mode) == 0o600, suffix
+
+
+@pytest.mark.parametrize(("options", "milliseconds"), [({"timeout": 7}, 7000), ({}, 5000)])
+def test_the_counter_file_waits_for_its_lock_as_long_as_the_database(tmp_path, monkeypatch,
+                                                                     options, milliseconds):
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", options)
+    with closing(throttling._open_counters(str(tmp_path / "rates"), shared=False)) as counters:
+        assert counters.execute("PRAGMA busy_timeout").fetchone() == (milliseconds,)
+
+
+def test_a_threads_own_counter_connection_is_refused_to_other_threads(tmp_path):
+    """Only the in-memory store's one connection is shared (under its lock)."""
+    own = throttling._open_counters(str(tmp_path / "rates"), shared=False)
+    shared = throttling._open_counters(throttling.IN_MEMORY, shared=True)
+    with closing(own), closing(shared), ThreadPoolExecutor(max_workers=1) as pool:
+        with pytest.raises(sqlite3.ProgrammingError, match="same thread"):
+            pool.submit(own.execute, "SELECT 1").result()
+        assert pool.submit(lambda: shared.execute("SELECT 1").fetchone()).result() == (1,)
+
+
+def test_a_thread_that_moves_to_another_counter_file_closes_the_first(tmp_path):
+    first = throttling._counter_file(str(tmp_path / "a-rates"))
+    second = throttling._counter_file(str(tmp_path / "b-rates"))
+    assert second is not first
+    assert throttling._counter_file(str(tmp_path / "b-rates")) is second
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        first.execute("SELECT 1")
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the thread's own, as above
+        with pytest.raises(sqlite3.ProgrammingError, match="same thread"):
+            pool.submit(second.execute, "SELECT 1").result()
+
+
+def test_each_counter_file_of_a_process_has_its_expired_rows_deleted(tmp_path, settings,
+                                                                      monkeypatch):
+    """A process that counts in two files (two databases) clears each one's windows."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's counter files")
+    settings.REDIS_URL = None
+    monkeypatch.setattr(throttling, "_cleared_until", {})
+    now = time.time()
+    for name in ("one.sqlite3", "two.sqlite3"):
+        monkeypatch.setitem(connection.settings_dict, "NAME", str(tmp_path / name))
+        path = throttling.counter_file_path()
+        counters = throttling._counter_file(path)
+        counters.execute(f"INSERT INTO {throttling.COUNTER_TABLE} VALUES ('old', 1, 60)")
+        assert throttling.count_request("requests:x", Rate(10, 60), now)[0] == 1
+        keys = [key for (key,) in counters.execute(
+            f"SELECT counter_key FROM {throttling.COUNTER_TABLE}")]
+        assert keys == [f"requests:x:60:{int(now) // 60}"], name
+
+
+def test_in_memory_counters_leave_no_file_behind(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with closing(throttling._open_counters(throttling.IN_MEMORY, shared=True)) as counters:
+        counters.execute(f"INSERT INTO {throttling.COUNTER_TABLE} VALUES ('k', 1, 1)")
+        assert counters.execute(f"SELECT hits FROM {throttling.COUNTER_TABLE}").fetchall() == [
+            (1,)]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_each_process_deletes_the_rows_of_windows_that_are_over(alpha, settings, monkeypatch):
     settings.REDIS_URL = None
     limits(settings, requests=Rate(10, 60))
-    store_count("requests:token:gone:60:1", 7, 60)
+    # The window that ended as this one began, and one that ends after this one.
+    window_start = int(time.time()) // 60 * 60
+    store_count("requests:token:gone:60:1", 7, window_start)
+    store_count("requests:token:later:60:1", 3, window_start + 120)
     monkeypatch.setattr(throttling, "_cleared_until", {})
 
     assert bearer_client(alpha.token).get("/v1/projects/alpha/memory").status_code == 200
 
-    [(key, (hits, expires_at))] = stored_counts().items()
+    counts = stored_counts()
+    assert "requests:token:gone:60:1" not in counts
+    assert counts.pop("requests:token:later:60:1") == (3, window_start + 120)
+    [(key, (hits, expires_at))] = counts.items()
     assert key.startswith("requests:token:")
     assert hits == 1
     assert expires_at == (int(time.time()) // 60 + 1) * 60
@@ -371,6 +460,21 @@ def test_with_redis_the_counters_live_in_redis_and_expire(alpha, settings, redis
     assert cache.get(key) == 1
     ttl = require_redis().ttl(cache.make_key(key))
     assert 0 < ttl <= 61
+
+
+def test_a_redis_count_that_incr_started_gets_the_windows_expiry(redis_counters):
+    """INCR of a key that expired after Django's check makes it anew, without a TTL.
+
+    A key holding 0 with no TTL is what that leaves: the count of 1 that
+    follows gives it the window's.
+    """
+    cache = caches["rate_limits"]
+    cache.set("requests:racy", 0, timeout=None)
+    now = int(time.time())
+    assert throttling._count_in_redis("requests:racy", now + 1000, now) == 1
+    ttl = cache._cache.get_client(write=False).ttl(cache.make_and_validate_key("requests:racy"))
+    assert 990 <= ttl <= 1001
+    assert throttling._count_in_redis("requests:racy", now + 1000, now) == 2
 
 
 @pytest.mark.parametrize("rate", [Rate(1, 60), Rate(7, 3600)])
@@ -403,6 +507,18 @@ def test_concurrent_requests_are_counted_exactly(live_db, settings, counters):
     assert not [r for r in results if isinstance(r, BaseException)], results
     seen = sorted(hit for batch in results for hit in batch)
     assert seen == list(range(1, threads * each + 1))
+
+
+@pytest.mark.parametrize(("name", "memory"), [
+    (":memory:", True), ("file:rates?mode=memory&cache=shared", True),
+    ("/srv/db.sqlite3", False),
+])
+def test_an_in_memory_database_is_told_by_its_name_or_its_uri(monkeypatch, name, memory):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's in-memory database")
+    monkeypatch.setitem(connection.settings_dict, "NAME", name)
+    expected = throttling.IN_MEMORY if memory else name + throttling.COUNTER_FILE_SUFFIX
+    assert throttling.counter_file_path() == expected
 
 
 def test_an_in_memory_database_counts_in_memory_shared_by_the_threads(db, settings,
