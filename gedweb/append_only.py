@@ -191,7 +191,7 @@ POSTGRES_REDACTION_FUNCTION = f"""CREATE OR REPLACE FUNCTION gedweb_redactable_c
          END IF;
          RAISE EXCEPTION '% rows are append-only: % refused', TG_TABLE_NAME, TG_OP
            USING ERRCODE = 'restrict_violation';
-       END $$"""
+       END $$"""  # nosec B608: built from this module's constants, no outside text
 
 
 def postgres_redactable_update(table: str) -> str:

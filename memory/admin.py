@@ -20,7 +20,6 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 
 from gedweb.admin import (
@@ -316,8 +315,8 @@ class MemoryEntryAdmin(ReadOnlyAdmin):
         rows = list(MemoryEntry.objects.filter(corrects_id=obj.pk).order_by("seq"))
         if not rows:
             return "nothing: no later entry corrects this one"
-        return format_html_join(mark_safe("<br>"), "{}",
-                                ((self._entry_link(row),) for row in rows))
+        return format_html("<ul>{}</ul>", format_html_join(
+            "", "<li>{}</li>", ((self._entry_link(row),) for row in rows)))
 
     # Redaction removes content for good: its own permission, which no
     # operator role grants by default (docs/operations.md, "Redaction").
